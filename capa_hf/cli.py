@@ -1,0 +1,133 @@
+"""The `capa` command line. Each subcommand is a thin edge over a pure module."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from capa_hf.errors import CapaError
+
+
+def _cmd_design(args) -> int:
+    from capa_hf.design import default_design
+
+    cells = default_design(seed=args.seed)
+    if args.json:
+        print(json.dumps([c.model_dump() for c in cells], indent=1))
+        return 0
+    print(f"{'cell':4}  {'persona':7}  {'mechanism pair':45}  tasks (1-5 history | 6-10 held-out)")
+    for c in cells:
+        nums = [t.split("/")[1] for t in c.task_ids]
+        pair = " + ".join(c.mechanisms)
+        print(f"{c.cell_id:4}  {c.persona_id:7}  {pair:45}  {' '.join(nums[:5])} | {' '.join(nums[5:])}")
+    return 0
+
+
+def _cmd_validate_content(args) -> int:
+    from capa_hf.validate_content import main as validate_main
+
+    return validate_main(strict=not args.allow_missing)
+
+
+def _cmd_build(args) -> int:
+    from capa_hf.dataset.build import build_cli
+
+    return build_cli(args)
+
+
+def _cmd_validate(args) -> int:
+    from capa_hf.dataset.validate import validate_folder
+
+    report = validate_folder(Path(args.path))
+    print(report.summary())
+    return 0 if report.ok else 1
+
+
+def _cmd_publish(args) -> int:
+    from capa_hf.dataset.publish import publish
+
+    publish(Path(args.path), repo_id=args.repo_id, version=args.version, private=args.private)
+    return 0
+
+
+def _cmd_eval(args) -> int:
+    from capa_hf.evaluation.run import eval_cli
+
+    return eval_cli(args)
+
+
+def _cmd_report(args) -> int:
+    from capa_hf.evaluation.report import report_cli
+
+    return report_cli(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="capa", description="CAPA benchmark: build, evaluate, report.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("design", help="print the balanced 60-cell design")
+    d.add_argument("--seed", type=int, default=0)
+    d.add_argument("--json", action="store_true")
+    d.set_defaults(func=_cmd_design)
+
+    v = sub.add_parser("validate-content", help="check the curated keypoints, personas and lexicons")
+    v.add_argument("--allow-missing", action="store_true", help="do not require all 164 tasks")
+    v.set_defaults(func=_cmd_validate_content)
+
+    b = sub.add_parser("build", help="build the dataset (Stages 1-3) into a folder")
+    b.add_argument("--out", default="dist/capa")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--version", default=None, help="dataset version (default: the pipeline version)")
+    b.add_argument("--assistant", default=None,
+                   help="runners engine spec that plays the assistant in Stage 2 (default: reference)")
+    b.add_argument("--cache", default=None, help="completion cache for --assistant (sqlite path)")
+    b.add_argument("--quiet", action="store_true")
+    b.set_defaults(func=_cmd_build)
+
+    val = sub.add_parser("validate", help="check a built dataset folder (parquet, card, balance)")
+    val.add_argument("path")
+    val.set_defaults(func=_cmd_validate)
+
+    pub = sub.add_parser("publish", help="upload a built dataset folder to the Hub and tag it")
+    pub.add_argument("path", nargs="?", default="dist/capa")
+    pub.add_argument("--repo-id", required=True)
+    pub.add_argument("--version", required=True)
+    pub.add_argument("--private", action="store_true")
+    pub.set_defaults(func=_cmd_publish)
+
+    e = sub.add_parser("eval", help="evaluate a model on the held-out sessions")
+    e.add_argument("--model", required=True, help="runners engine spec, e.g. llamacpp, vllm:Qwen/Qwen3-8B")
+    e.add_argument("--condition", default="none", help="none | same-user | shuffled")
+    e.add_argument("--dataset", default=None, help="dataset folder (default: the committed dist/capa)")
+    e.add_argument("--cells", nargs="*", default=None, help="cell ids, e.g. C01 C07")
+    e.add_argument("--limit", type=int, default=None, help="at most this many held-out sessions")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--max-turns", type=int, default=8)
+    e.add_argument("--max-tokens", type=int, default=768)
+    e.add_argument("--temperature", type=float, default=0.0)
+    e.add_argument("--user", default="scripted", help="simulated user: scripted")
+    e.add_argument("--out", required=True)
+    e.add_argument("--no-progress", action="store_true")
+    e.set_defaults(func=_cmd_eval)
+
+    r = sub.add_parser("report", help="print and plot the summaries of one or more runs")
+    r.add_argument("runs", nargs="+")
+    r.add_argument("--out", default=None, help="write report.md and plots here")
+    r.set_defaults(func=_cmd_report)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CapaError as exc:
+        print(f"capa {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Loading the curated content: mechanisms, personas, lexicons, controls and task keypoints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from capa_hf.data_files import load_record, parse_record, read_yaml
+from capa_hf.errors import DataFileError
+from capa_hf.paths import DATA_DIR
+from capa_hf.schema import Lexicon, Mechanism, Persona, TaskContent
+
+
+def load_mechanisms(path: Path | None = None) -> dict[str, Mechanism]:
+    path = path or DATA_DIR / "mechanisms.yaml"
+    raw = read_yaml(path)
+    if not isinstance(raw, dict) or not isinstance(raw.get("mechanisms"), list):
+        raise DataFileError(path, "expected a top-level 'mechanisms' list", field="mechanisms")
+    out: dict[str, Mechanism] = {}
+    for i, item in enumerate(raw["mechanisms"]):
+        mech = parse_record(Mechanism, item, path, prefix=("mechanisms", i))
+        if mech.id in out:
+            raise DataFileError(path, f"duplicate mechanism id {mech.id!r}", field=f"mechanisms.{i}.id")
+        out[mech.id] = mech
+    if len(out) != 6:
+        raise DataFileError(path, f"expected 6 mechanisms, found {len(out)}", field="mechanisms")
+    return out
+
+
+def _load_dir(model, folder: Path, expected_count: int | None = None) -> dict:
+    if not folder.is_dir():
+        raise DataFileError(folder, "folder not found")
+    out = {}
+    for path in sorted(folder.glob("*.yaml")):
+        rec = load_record(model, path)
+        if rec.id != path.stem:
+            raise DataFileError(path, f"id {rec.id!r} does not match the file name", field="id")
+        out[rec.id] = rec
+    if expected_count is not None and len(out) != expected_count:
+        raise DataFileError(folder, f"expected {expected_count} files, found {len(out)}")
+    return out
+
+
+def load_personas(folder: Path | None = None) -> dict[str, Persona]:
+    return _load_dir(Persona, folder or DATA_DIR / "personas", expected_count=10)
+
+
+def load_lexicons(folder: Path | None = None) -> dict[str, Lexicon]:
+    return _load_dir(Lexicon, folder or DATA_DIR / "lexicons")
+
+
+def keypoint_file(task_id: str, folder: Path | None = None) -> Path:
+    return (folder or DATA_DIR / "keypoints") / f"{task_id.replace('/', '_')}.yaml"
+
+
+def load_task_contents(folder: Path | None = None) -> dict[str, TaskContent]:
+    folder = folder or DATA_DIR / "keypoints"
+    out = {}
+    for path in sorted(folder.glob("HumanEval_*.yaml")):
+        rec = load_record(TaskContent, path)
+        if keypoint_file(rec.task_id, folder).name != path.name:
+            raise DataFileError(path, f"task_id {rec.task_id!r} does not match the file name", field="task_id")
+        out[rec.task_id] = rec
+    return out
+
+
+def load_controls(path: Path | None = None) -> dict:
+    path = path or DATA_DIR / "controls.yaml"
+    raw = read_yaml(path)
+    for key in ("habitual", "operator", "deixis", "lexicon_gloss", "operator_concession",
+                "failing_check", "nothing_left"):
+        if key not in raw or not raw[key]:
+            raise DataFileError(path, "missing or empty", field=key)
+    return raw
+
+
+@dataclass(frozen=True)
+class Content:
+    """Everything curated, loaded once."""
+
+    mechanisms: dict[str, Mechanism]
+    personas: dict[str, Persona]
+    lexicons: dict[str, Lexicon]
+    tasks: dict  # task_id -> TaskContent
+    controls: dict
+
+
+@lru_cache(maxsize=1)
+def load_content() -> Content:
+    return Content(
+        mechanisms=load_mechanisms(),
+        personas=load_personas(),
+        lexicons=load_lexicons(),
+        tasks=load_task_contents(),
+        controls=load_controls(),
+    )

@@ -1,0 +1,108 @@
+"""`capa validate-content`: checks every curated task, persona and lexicon."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from capa_hf.content import Content, load_content
+from capa_hf.errors import CapaError
+from capa_hf.humaneval import load_tasks
+from capa_hf.schema import CATEGORIES
+from capa_hf.text_literals import repeated_literals
+
+LEXICON_ENTITIES = (
+    "list", "array", "sequence", "dictionary", "string", "character", "word", "sentence", "integer",
+    "number", "float", "digit", "tuple", "pair", "set", "element", "value", "key", "index", "sum",
+    "product", "count", "maximum", "minimum", "average", "prefix", "suffix", "substring", "sort",
+    "filter", "graph", "matrix", "row", "column", "interval", "duplicate", "vowel", "letter", "boolean",
+)
+
+
+@dataclass
+class ContentReport:
+    errors: list[str] = field(default_factory=list)
+    categories: Counter = field(default_factory=Counter)
+    n_tasks: int = 0
+    n_keypoints: int = 0
+    n_personas: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def summary(self) -> str:
+        lines = [f"tasks: {self.n_tasks}  keypoints: {self.n_keypoints}  "
+                 f"mean per task: {self.n_keypoints / max(self.n_tasks, 1):.2f}  personas: {self.n_personas}"]
+        lines += [f"  {c:20} {self.categories[c]}" for c in CATEGORIES]
+        lines += [f"ERROR {e}" for e in self.errors]
+        lines.append("content OK" if self.ok else f"{len(self.errors)} problems")
+        return "\n".join(lines)
+
+
+def check_tasks(content: Content, report: ContentReport, strict: bool) -> None:
+    humaneval = load_tasks()
+    acted_on = {c for m in content.mechanisms.values() for p in m.patterns for c in p.categories}
+    missing = [t for t in humaneval if t not in content.tasks]
+    if strict and missing:
+        report.errors.append(f"{len(missing)} tasks have no keypoint file, e.g. {missing[:3]}")
+    for task_id, tc in content.tasks.items():
+        where = f"keypoints/{task_id.replace('/', '_')}.yaml"
+        task = humaneval.get(task_id)
+        if task is None:
+            report.errors.append(f"{where}: unknown task {task_id}")
+            continue
+        report.n_tasks += 1
+        report.n_keypoints += len(tc.keypoints)
+        if not any(k.category in acted_on for k in tc.keypoints):
+            report.errors.append(f"{where}: no keypoint an information control can act on")
+        for kp in tc.keypoints:
+            report.categories[kp.category] += 1
+            loc = f"{where}:{kp.id}"
+            if kp.original_text not in task.prompt:
+                report.errors.append(f"{loc}: original_text is not verbatim in the prompt: {kp.original_text!r}")
+            if ">>>" in kp.original_text:
+                report.errors.append(f"{loc}: original_text includes a doctest line")
+            rep = repeated_literals(kp.original_text, kp.vague)
+            if rep:
+                report.errors.append(f"{loc}: vague repeats literal(s) {rep} of original_text")
+    if report.n_tasks:
+        for c in CATEGORIES:
+            if report.categories[c] == 0:
+                report.errors.append(f"category {c} never appears in the corpus")
+
+
+def check_personas(content: Content, report: ContentReport) -> None:
+    report.n_personas = len(content.personas)
+    for pid, persona in content.personas.items():
+        where = f"personas/{pid}.yaml"
+        if persona.discipline not in content.lexicons:
+            report.errors.append(f"{where}: discipline {persona.discipline!r} has no lexicon file")
+        n_variants = sum(max(len(m.variants), 1) for m in persona.voice.style_moves)
+        if n_variants < 4:
+            report.errors.append(f"{where}: style_moves need at least 4 variants in all, found {n_variants}")
+        for m in persona.voice.style_moves:
+            if m.kind != "lowercase" and len(m.variants) < 4:
+                report.errors.append(f"{where}: style move {m.kind} needs at least 4 variants")
+    for lid, lex in content.lexicons.items():
+        lacking = [e for e in LEXICON_ENTITIES if not lex.terms.get(e)]
+        if lacking:
+            report.errors.append(f"lexicons/{lid}.yaml: no terms for {lacking}")
+
+
+def validate(strict: bool = True) -> ContentReport:
+    report = ContentReport()
+    try:
+        content = load_content()
+    except CapaError as exc:
+        report.errors.append(str(exc))
+        return report
+    check_tasks(content, report, strict)
+    check_personas(content, report)
+    return report
+
+
+def main(strict: bool = True) -> int:
+    report = validate(strict=strict)
+    print(report.summary())
+    return 0 if report.ok else 1
