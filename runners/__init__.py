@@ -1,0 +1,20 @@
+"""Generic LLM machinery: engines (vLLM, llama.cpp, OpenAI-compatible, scripted), a lock-step
+driver for multi-turn episodes, and an on-disk completion cache.
+
+This package knows nothing of the benchmark built on it.
+"""
+
+from .cache import CompletionCache, request_key
+from .driver import Call, EpisodeOutcome, run_episodes
+from .engine import Engine, EngineError, EngineUnavailable, ModelAssetError, describe_engine
+from .registry import ENGINES, make_engine
+from .scripted import ScriptedEngine
+from .types import ChatRequest, ChatResult, Message, Sampling, strip_thinking
+from .usage import BatchRecord, RunStats, Usage
+
+__all__ = [
+    "BatchRecord", "Call", "ChatRequest", "ChatResult", "CompletionCache", "ENGINES", "Engine", "EngineError",
+    "EngineUnavailable", "EpisodeOutcome", "Message", "ModelAssetError", "RunStats", "Sampling",
+    "ScriptedEngine", "Usage", "describe_engine", "make_engine", "request_key", "run_episodes",
+    "strip_thinking",
+]

@@ -1,0 +1,300 @@
+"""Lock-step driver: runs many multi-turn episodes, batching their model calls.
+
+An *episode* is plain sequential code written as a generator::
+
+    def episode():
+        reply = yield Call("assistant", [{"role": "user", "content": "hi"}], Sampling())
+        reply2 = yield Call("judge", [...])
+        return {"answer": reply.text, "verdict": reply2.text}
+
+Each ``yield`` hands a :class:`Call` to the driver and receives the :class:`ChatResult`
+back; the generator's ``return`` value is the episode's result.  The driver advances all
+live episodes, collects their pending calls, looks them up in the completion cache, and
+sends ONE batch per engine per step (roles that map to the same engine object share the
+batch), ordered so that conversations with a common prefix are adjacent.  Episode code
+never sees batching.  An episode that raises fails alone; the others go on.
+
+If an engine itself raises (interrupt, endpoint down), the driver closes the live
+episodes and re-raises: every batch already returned is in the cache and every finished
+episode has gone through ``on_done``, so the caller can rerun and resume.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generator, Iterable, Mapping, Sequence
+
+from .cache import CompletionCache, engine_key
+from .engine import EngineError
+from .types import ChatRequest, ChatResult, Sampling
+from .usage import BatchRecord, RunStats, Usage
+
+
+@dataclass
+class Call:
+    """A model call an episode asks for: which role's engine, the conversation, sampling."""
+
+    role: str
+    messages: Sequence[Mapping[str, str]]
+    sampling: Sampling = field(default_factory=Sampling)
+
+
+@dataclass
+class EpisodeOutcome:
+    id: str
+    result: Any | None = None
+    error: str | None = None   # traceback text if the episode raised
+    calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "result": self.result, "error": self.error, "calls": self.calls,
+                "usage": self.usage.to_dict()}
+
+
+Episode = Generator[Call, ChatResult, Any]
+EpisodeFactory = Callable[[], Episode]
+
+
+class _Live:
+    __slots__ = ("id", "gen", "request", "role", "outcome")
+
+    def __init__(self, eid: str, gen: Episode) -> None:
+        self.id = eid
+        self.gen = gen
+        self.request: ChatRequest | None = None
+        self.role: str = ""
+        self.outcome = EpisodeOutcome(id=eid)
+
+
+def _engine_label(engine: Any) -> str:
+    return f"{getattr(engine, 'name', type(engine).__name__)}:{getattr(engine, 'model', '')}"
+
+
+def _normalize_episodes(episodes: Mapping[str, EpisodeFactory] | Iterable[tuple[str, EpisodeFactory]]
+                        ) -> list[tuple[str, EpisodeFactory]]:
+    items = list(episodes.items()) if isinstance(episodes, Mapping) else list(episodes)
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        try:
+            eid, factory = item
+        except (TypeError, ValueError):
+            raise ValueError(f"episodes must be (id, factory) pairs, got {item!r}") from None
+        eid = str(eid)
+        if eid in seen:
+            raise ValueError(f"duplicate episode id {eid!r}")
+        seen.add(eid)
+        out.append((eid, factory))
+    return out
+
+
+class _Progress:
+    def __init__(self, total: int, progress: bool | str) -> None:
+        self.bar = None
+        if not progress:
+            return
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:  # progress is cosmetic
+            return
+        desc = progress if isinstance(progress, str) else "episodes"
+        self.bar = tqdm(total=total, desc=desc, file=sys.stderr, dynamic_ncols=True, mininterval=0.5,
+                        leave=True)
+
+    def done(self, n: int = 1) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def postfix(self, **kw: Any) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix(kw, refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run_episodes(
+    episodes: Mapping[str, EpisodeFactory] | Iterable[tuple[str, EpisodeFactory]],
+    engines: Mapping[str, Any],
+    cache: CompletionCache | None = None,
+    progress: bool | str = True,
+    on_done: Callable[[str, EpisodeOutcome], None] | None = None,
+    max_batch: int | None = None,
+    stats: RunStats | None = None,
+) -> dict[str, EpisodeOutcome]:
+    """Run every episode to completion; return ``{episode id: EpisodeOutcome}`` in input order.
+
+    ``engines`` maps role -> engine.  ``max_batch`` caps the requests per ``generate`` call
+    (a step's batch for one engine is then sent in several chunks).  Pass a
+    :class:`RunStats` as ``stats`` to get calls, batches, tokens, cache hits and timings.
+    """
+    if max_batch is not None and max_batch < 1:
+        raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+    if not engines:
+        raise ValueError("run_episodes needs at least one engine (role -> engine)")
+    items = _normalize_episodes(episodes)
+    stats = stats if stats is not None else RunStats()
+    stats.episodes += len(items)
+    t_start = time.perf_counter()
+    outcomes: dict[str, EpisodeOutcome] = {}
+    live: dict[str, _Live] = {}
+    bar = _Progress(len(items), progress)
+    known_roles = sorted(engines)
+
+    def finish(ep: _Live, result: Any = None, error: str | None = None) -> None:
+        live.pop(ep.id, None)
+        ep.outcome.result = result
+        ep.outcome.error = error
+        ep.request = None
+        outcomes[ep.id] = ep.outcome
+        stats.finished += 1
+        if error is not None:
+            stats.failed += 1
+        bar.done()
+        if on_done is not None:
+            on_done(ep.id, ep.outcome)
+
+    def advance(ep: _Live, value: ChatResult | None, first: bool) -> None:
+        """Send ``value`` into the episode and record its next call (or its end)."""
+        pending_exc: BaseException | None = None
+        while True:
+            try:
+                if pending_exc is not None:
+                    exc, pending_exc = pending_exc, None
+                    call = ep.gen.throw(exc)
+                elif first:
+                    first = False
+                    call = next(ep.gen)
+                else:
+                    call = ep.gen.send(value)
+            except StopIteration as stop:
+                finish(ep, result=stop.value)
+                return
+            except Exception:
+                finish(ep, error=traceback.format_exc())
+                return
+            # validate the call; a bad call is thrown back into the episode at its yield
+            if not isinstance(call, Call):
+                pending_exc = TypeError(f"episode {ep.id!r} yielded {type(call).__name__}; "
+                                        "episodes must yield runners.Call objects")
+                continue
+            if call.role not in engines:
+                pending_exc = KeyError(f"episode {ep.id!r} called role {call.role!r}, which has no engine; "
+                                       f"roles with engines: {known_roles}")
+                continue
+            try:
+                sampling = call.sampling if call.sampling is not None else Sampling()
+                request = ChatRequest.from_messages(call.messages, sampling)
+            except (ValueError, TypeError) as exc:
+                pending_exc = exc
+                continue
+            ep.role = call.role
+            ep.request = request
+            ep.outcome.calls += 1
+            stats.calls += 1
+            return
+
+    try:
+        for eid, factory in items:
+            try:
+                gen = factory() if callable(factory) else factory
+                if not hasattr(gen, "send"):
+                    raise TypeError(f"episode factory for {eid!r} returned {type(gen).__name__}, "
+                                    "not a generator")
+            except Exception:
+                ep = _Live(eid, iter(()))  # type: ignore[arg-type]
+                live[eid] = ep
+                finish(ep, error=traceback.format_exc())
+                continue
+            ep = _Live(eid, gen)
+            live[eid] = ep
+            advance(ep, None, first=True)
+
+        while live:
+            stats.steps += 1
+            step = stats.steps
+            # group pending calls by engine object (roles sharing an engine share a batch)
+            groups: dict[int, tuple[Any, list[_Live]]] = {}
+            for ep in live.values():
+                engine = engines[ep.role]
+                groups.setdefault(id(engine), (engine, []))[1].append(ep)
+            for engine, eps in groups.values():
+                _run_batch(engine, eps, cache, stats, step, max_batch, advance)
+            bar.postfix(live=len(live), failed=stats.failed, calls=stats.calls, hits=stats.cache_hits)
+    except BaseException:
+        for ep in list(live.values()):
+            try:
+                ep.gen.close()
+            except Exception:
+                pass
+        raise
+    finally:
+        stats.wall_s += time.perf_counter() - t_start
+        bar.close()
+
+    return {eid: outcomes[eid] for eid, _ in items}
+
+
+def _run_batch(engine: Any, eps: list[_Live], cache: CompletionCache | None, stats: RunStats, step: int,
+               max_batch: int | None, advance: Callable[[_Live, ChatResult | None, bool], None]) -> None:
+    label = _engine_label(engine)
+    name = getattr(engine, "name", type(engine).__name__)
+    model = getattr(engine, "model", "")
+    requests = [ep.request for ep in eps]
+    assert all(r is not None for r in requests)
+    results: list[ChatResult | None] = [None] * len(eps)
+    keys: list[str] = []
+    if cache is not None:
+        t0 = time.perf_counter()
+        keys = [engine_key(engine, r) for r in requests]  # type: ignore[arg-type]
+        hits = cache.get_many(keys)
+        stats.cache_s += time.perf_counter() - t0
+        for i, k in enumerate(keys):
+            if k in hits:
+                results[i] = hits[k]
+    todo = [i for i, r in enumerate(results) if r is None]
+    # conversations sharing a prefix go consecutively (prefix/KV caches reuse them)
+    todo.sort(key=lambda i: requests[i].messages)  # type: ignore[union-attr]
+    n_hits = len(eps) - len(todo)
+    chunk = max_batch or max(1, len(todo))
+    engine_s = 0.0
+    for start in range(0, len(todo), chunk):
+        idx = todo[start:start + chunk]
+        batch = [requests[i] for i in idx]
+        t0 = time.perf_counter()
+        out = engine.generate(batch)
+        dt = time.perf_counter() - t0
+        engine_s += dt
+        stats.batches += 1
+        stats.sent += len(batch)
+        if not isinstance(out, list) or len(out) != len(batch):
+            got = len(out) if hasattr(out, "__len__") else type(out).__name__
+            raise EngineError(f"engine {label} returned {got} results for a batch of {len(batch)}")
+        for i, res in zip(idx, out):
+            if not isinstance(res, ChatResult):
+                res = ChatResult.failure(f"engine {label} returned {type(res).__name__}, not ChatResult")
+            results[i] = res
+        if cache is not None:
+            t1 = time.perf_counter()
+            cache.put_many((keys[i], name, model, requests[i], results[i]) for i in idx)  # type: ignore[misc]
+            stats.cache_s += time.perf_counter() - t1
+    stats.engine_s += engine_s
+    stats.cache_hits += n_hits
+    stats.batch_log.append(BatchRecord(step=step, engine=label, roles=tuple(sorted({ep.role for ep in eps})),
+                                       size=len(eps), sent=len(todo), cache_hits=n_hits, engine_s=engine_s))
+    per = stats.per_engine.setdefault(label, Usage())
+    for ep, res in zip(eps, results):
+        assert res is not None
+        ep.outcome.usage.add(res)
+        per.add(res)
+        stats.usage.add(res)
+        advance(ep, res, False)

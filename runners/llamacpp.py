@@ -1,0 +1,194 @@
+"""Embedded CPU engine on llama-cpp-python.
+
+The prompt is rendered with the chat template stored in the GGUF (ChatML when the file
+has none), tokenized once, checked against ``n_ctx`` (an over-long conversation ends as a
+``length`` result), and completed with ``Llama.create_completion`` on the token list.
+llama-cpp-python keeps the previous prompt's KV cache and re-evaluates only the suffix
+after the longest common prefix, so requests are served in prefix order (conversations
+sharing a system prompt / earlier turns run back to back).  With ``state_cache_mb > 0``
+a ``LlamaRAMCache`` also keeps saved KV states so that a conversation's next turn restores
+its previous turn instead of recomputing it after other conversations ran in between.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Sequence
+
+from .model_assets import ASSETS, ensure_model, find_asset
+from .types import ChatRequest, ChatResult
+
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+def _default_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover
+        return max(1, os.cpu_count() or 1)
+
+
+class LlamaCppEngine:
+    name = "llamacpp"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        n_batch: int = 512,
+        seed: int = 0,
+        state_cache_mb: int = 0,
+        chat_template: str | None = None,
+        verbose: bool = False,
+        llama_factory: Any = None,
+        **llama_kwargs: Any,
+    ) -> None:
+        self.model_spec = model or "default"
+        self.model_path = ensure_model(model)
+        asset = find_asset(self.model_spec)
+        self.model = asset.key if asset is not None else os.path.basename(str(self.model_path))
+        self.n_ctx = int(n_ctx)
+        self.n_threads = int(n_threads or _default_threads())
+        self.state_cache_mb = int(state_cache_mb)
+        if llama_factory is None:
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:  # pragma: no cover - depends on the install
+                raise ImportError("the llamacpp engine needs llama-cpp-python: "
+                                  "pip install llama-cpp-python==0.3.36") from exc
+            llama_factory = Llama
+        self.llm = llama_factory(
+            model_path=str(self.model_path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+            n_threads_batch=self.n_threads, n_batch=n_batch, seed=seed, verbose=verbose,
+            **llama_kwargs,
+        )
+        if self.state_cache_mb > 0:
+            from llama_cpp import LlamaRAMCache
+            self.llm.set_cache(LlamaRAMCache(capacity_bytes=self.state_cache_mb << 20))
+        self._setup_template(chat_template)
+
+    # -- prompt formatting ---------------------------------------------------------------
+    def _setup_template(self, chat_template: str | None) -> None:
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        meta = getattr(self.llm, "metadata", {}) or {}
+        template = chat_template or meta.get("tokenizer.chat_template")
+        self.template_source = "argument" if chat_template else ("gguf" if template else "chatml")
+        template = template or CHATML_TEMPLATE
+
+        def tok_text(tid: int) -> str:
+            if tid is None or tid < 0:
+                return ""
+            return self.llm._model.token_get_text(tid)
+
+        eos_id = self.llm.token_eos()
+        bos_id = self.llm.token_bos()
+        self.eos_token = tok_text(eos_id)
+        self.bos_token = tok_text(bos_id)
+        self._formatter = Jinja2ChatFormatter(template=template, eos_token=self.eos_token,
+                                              bos_token=self.bos_token, add_generation_prompt=True)
+
+    def render(self, request: ChatRequest) -> str:
+        return self._formatter(messages=request.message_dicts()).prompt
+
+    def prompt_tokens(self, request: ChatRequest) -> list[int]:
+        prompt = self.render(request)
+        # the template writes BOS itself when the model wants one (added_special)
+        return self.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+
+    # -- engine interface ----------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        return {
+            "engine": self.name, "model": self.model, "model_path": str(self.model_path),
+            "n_ctx": self.n_ctx, "n_threads": self.n_threads, "chat_template": self.template_source,
+            "state_cache_mb": self.state_cache_mb,
+            "sampler": {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0},
+            "llama_cpp_version": _llama_cpp_version(),
+        }
+
+    def cache_identity(self) -> dict[str, Any]:
+        asset = find_asset(self.model_spec)
+        ident: dict[str, Any] = {"n_ctx": self.n_ctx}
+        if asset is not None and asset.sha256:
+            ident["sha256"] = asset.sha256
+        return ident
+
+    def _one(self, request: ChatRequest) -> ChatResult:
+        t0 = time.perf_counter()
+        try:
+            tokens = self.prompt_tokens(request)
+        except Exception as exc:
+            return ChatResult.failure(f"prompt formatting failed: {type(exc).__name__}: {exc}",
+                                      latency_s=time.perf_counter() - t0)
+        n_prompt = len(tokens)
+        if n_prompt >= self.n_ctx:
+            return ChatResult(text="", finish_reason="length", prompt_tokens=n_prompt, completion_tokens=0,
+                              cached_tokens=0, latency_s=time.perf_counter() - t0)
+        before = self.llm.input_ids[: self.llm.n_tokens].tolist()
+        cached = 0
+        for a, b in zip(before, tokens):
+            if a != b:
+                break
+            cached += 1
+        cached = min(cached, max(0, n_prompt - 1))
+        s = request.sampling
+        stop = [self.eos_token] if self.eos_token else []
+        stop += [x for x in s.stop if x not in stop]
+        try:
+            out = self.llm.create_completion(
+                prompt=tokens,
+                max_tokens=min(s.max_tokens, self.n_ctx - n_prompt),
+                temperature=s.temperature,
+                top_p=s.top_p,
+                top_k=0,
+                min_p=0.0,
+                repeat_penalty=1.0,
+                seed=s.seed,
+                stop=stop,
+            )
+        except Exception as exc:
+            return ChatResult.failure(f"llama.cpp generation failed: {type(exc).__name__}: {exc}",
+                                      prompt_tokens=n_prompt, latency_s=time.perf_counter() - t0)
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        finish = "length" if choice.get("finish_reason") == "length" else "stop"
+        return ChatResult(
+            text=choice.get("text") or "",
+            finish_reason=finish,
+            prompt_tokens=int(usage.get("prompt_tokens", n_prompt)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            cached_tokens=cached,
+            latency_s=time.perf_counter() - t0,
+        )
+
+    def generate(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
+        # serve in prefix order so the KV cache's common prefix is reused; answer in input order
+        order = sorted(range(len(requests)), key=lambda i: requests[i].messages)
+        results: list[ChatResult | None] = [None] * len(requests)
+        for i in order:
+            results[i] = self._one(requests[i])
+        return results  # type: ignore[return-value]
+
+    def close(self) -> None:
+        close = getattr(self.llm, "close", None)
+        if callable(close):
+            close()
+
+
+def _llama_cpp_version() -> str | None:
+    try:
+        import llama_cpp
+        return getattr(llama_cpp, "__version__", None)
+    except ImportError:  # pragma: no cover
+        return None
+
+
+__all__ = ["LlamaCppEngine", "ASSETS"]
