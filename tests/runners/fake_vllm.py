@@ -123,8 +123,8 @@ class LLM:
             if len(words) > p.max_tokens:
                 words = words[: p.max_tokens]
                 finish = "length"
-            key = tuple((m["role"], m["content"]) for m in conv[:-1])
-            cached = len(ids) // 2 if key in self._seen_prefixes else 0
+            pairs = tuple((m["role"], m["content"]) for m in conv)
+            cached = len(ids) // 2 if any(pairs[:k] in self._seen_prefixes for k in range(1, len(pairs))) else 0
             self._seen_prefixes.add(tuple((m["role"], m["content"]) for m in conv))
             outs.append(RequestOutput(prompt_token_ids=ids,
                                       outputs=[CompletionOutput(" ".join(words), list(range(len(words))), finish)],
