@@ -1,0 +1,1 @@
+"""The Hugging Face dataset: features, build, card, validation, loading and publishing."""

@@ -1,0 +1,90 @@
+"""`capa build`: generate the sessions and write the dataset folder, byte-identical per seed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from capa_hf.content import load_content
+from capa_hf.dataset.card import render_card
+from capa_hf.dataset.features import LAYOUT
+from capa_hf.dataset.rows import cell_row, mechanism_row, persona_row, session_row, task_row
+from capa_hf.generation.pipeline import generate
+from capa_hf.humaneval import load_tasks
+from capa_hf.version import PIPELINE_VERSION
+
+MANIFEST = "capa_manifest.json"
+
+
+def write_parquet(rows: list[dict], features, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist(rows, schema=features.arrow_schema)
+    tmp = path.with_suffix(".tmp")
+    pq.write_table(table, tmp, compression="zstd", write_statistics=False)
+    tmp.replace(path)
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build_dataset(out: Path, seed: int = 0, version: str | None = None, engine=None, cache=None,
+                  progress: bool = True) -> dict:
+    version = version or PIPELINE_VERSION
+    t0 = time.perf_counter()
+    content = load_content()
+    tasks = load_tasks()
+    cells, sessions, stats = generate(seed=seed, engine=engine, cache=cache, progress=progress, content=content)
+    rows = {
+        ("default", "history"): [session_row(s) for s in sessions if s.split == "history"],
+        ("default", "heldout"): [session_row(s) for s in sessions if s.split == "heldout"],
+        ("tasks", "train"): [task_row(t, content.tasks[tid]) for tid, t in tasks.items()],
+        ("personas", "train"): [persona_row(p) for p in content.personas.values()],
+        ("mechanisms", "train"): [mechanism_row(m) for m in content.mechanisms.values()],
+        ("cells", "train"): [cell_row(c) for c in cells],
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for (config, split), split_rows in rows.items():
+        features, paths = LAYOUT[config]
+        path = out / paths[split]
+        write_parquet(split_rows, features, path)
+        files[paths[split]] = {"config": config, "split": split, "rows": len(split_rows),
+                               "bytes": path.stat().st_size, "sha256": sha256(path)}
+    split_rows_n = {(v["config"], v["split"]): v["rows"] for v in files.values()}
+    split_bytes = {(v["config"], v["split"]): v["bytes"] for v in files.values()}
+    assistant = "the reference assistant" if engine is None else f"`{engine.name}:{engine.model}` (reference fallback when unresolved)"
+    generation = (f"Version {version}, built by CAPA pipeline {PIPELINE_VERSION} with `capa build --seed {seed}`: "
+                  f"template realizer (curated keypoints, persona voice kits, discipline lexicons), "
+                  f"scripted simulated user, {assistant}, sandboxed HumanEval tests as the judge.")
+    stage3 = "\n".join(f"- {line.strip()}" for line in stats.lines())
+    (out / "README.md").write_text(render_card(version, split_rows_n, split_bytes, generation, stage3),
+                                   encoding="utf-8")
+    manifest = {"name": "capa", "version": version, "pipeline_version": PIPELINE_VERSION, "seed": seed,
+                "files": dict(sorted(files.items()))}
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return {"out": str(out), "sessions": len(sessions), "seconds": round(time.perf_counter() - t0, 2),
+            "stage3": stats.lines(), "version": version}
+
+
+def build_cli(args) -> int:
+    engine = cache = None
+    if args.assistant:
+        from runners import make_engine
+        from runners.cache import CompletionCache
+
+        engine = make_engine(args.assistant)
+        cache = CompletionCache(args.cache or str(Path(args.out).with_suffix(".cache.sqlite")))
+    info = build_dataset(Path(args.out), seed=args.seed, version=args.version, engine=engine, cache=cache,
+                         progress=not args.quiet)
+    for line in info["stage3"]:
+        print(line)
+    print(f"built {info['sessions']} sessions (version {info['version']}) into {info['out']} "
+          f"in {info['seconds']} s", file=sys.stderr)
+    return 0

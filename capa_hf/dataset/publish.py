@@ -1,0 +1,62 @@
+"""`capa publish`: upload a validated build to the Hub and tag the commit `vX.Y.Z`."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from capa_hf.dataset.build import MANIFEST
+from capa_hf.dataset.card import read_card_header
+from capa_hf.dataset.validate import validate_folder
+from capa_hf.errors import CapaError
+
+_SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    m = _SEMVER.match(text.strip())
+    if not m:
+        raise CapaError(f"version {text!r} is not of the form X.Y.Z")
+    return tuple(int(x) for x in m.groups())
+
+
+def latest_tag(api, repo_id: str) -> tuple[int, int, int] | None:
+    refs = api.list_repo_refs(repo_id, repo_type="dataset")
+    versions = [parse_version(t.name) for t in refs.tags if _SEMVER.match(t.name)]
+    return max(versions) if versions else None
+
+
+def check_folder_version(folder: Path, version: str) -> None:
+    report = validate_folder(folder)
+    if not report.ok:
+        raise CapaError(f"{folder}: refusing to publish a folder that does not validate:\n{report.summary()}")
+    card = read_card_header((folder / "README.md").read_text(encoding="utf-8"), str(folder / "README.md"))
+    manifest = json.loads((folder / MANIFEST).read_text())
+    found = {"card": str(card.get("version")), "manifest": str(manifest.get("version"))}
+    if any(parse_version(v) != parse_version(version) for v in found.values()):
+        raise CapaError(f"{folder}: built as version card={found['card']} manifest={found['manifest']}, "
+                        f"but --version is {version}; rebuild with `capa build --version {version}`")
+
+
+def publish(folder: Path, repo_id: str, version: str, private: bool = False, api=None) -> str:
+    """Returns the tag it created. `api` defaults to `huggingface_hub.HfApi()` (injectable for tests)."""
+    if "/" not in repo_id:
+        raise CapaError(f"--repo-id {repo_id!r} should look like ORG/NAME")
+    wanted = parse_version(version)
+    check_folder_version(folder, version)
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
+    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    last = latest_tag(api, repo_id)
+    if last is not None and wanted <= last:
+        raise CapaError(f"version {version} is not newer than the last tag v{'.'.join(map(str, last))} of {repo_id}")
+    tag = "v" + ".".join(map(str, wanted))
+    commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type="dataset",
+                               commit_message=f"CAPA {tag}")
+    api.create_tag(repo_id, tag=tag, revision=commit.oid, repo_type="dataset",
+                   tag_message=f"CAPA dataset {tag}")
+    print(f"published {folder} to {repo_id} at {commit.oid} and tagged {tag}")
+    return tag

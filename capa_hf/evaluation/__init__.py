@@ -1,0 +1,1 @@
+"""Evaluation: history conditions, the run loop, metrics and reports."""

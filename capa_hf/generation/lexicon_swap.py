@@ -1,0 +1,70 @@
+"""Domain-cognitive polysemy: swap common CS nouns for a discipline's established nouns."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from capa_hf.schema import Lexicon
+
+# Entities swapped inside sentences. Verb-like entities (sort, filter, count, set) are left out:
+# in running text they are mostly verbs, and swapping a verb for a noun breaks the sentence.
+SWAPPABLE = (
+    "list", "array", "sequence", "dictionary", "string", "character", "word", "sentence", "integer",
+    "number", "float", "digit", "tuple", "pair", "element", "sum", "product", "maximum", "minimum",
+    "average", "prefix", "suffix", "substring", "graph", "matrix", "row", "column", "interval",
+    "duplicate", "vowel", "letter", "boolean",
+)
+_IRREGULAR = {"matrix": "matrices", "index": "indices", "dictionary": "dictionaries",
+              "maximum": "maxima", "minimum": "minima", "prefix": "prefixes", "suffix": "suffixes"}
+
+
+def plural(word: str) -> str:
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
+    if word.endswith("y") and word[-2:-1] not in "aeiou":
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word + "es"
+    return word + "s"
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """The fixed choice of domain noun per CS entity for one user (cell)."""
+
+    lexicon_id: str
+    nouns: dict  # entity -> (sg, pl)
+
+    def swap(self, text: str) -> tuple[str, list[tuple[str, str]]]:
+        """Return the rewritten text and the (domain noun, cs noun) pairs used, in order."""
+        used: list[tuple[str, str]] = []
+
+        def sub(match: re.Match) -> str:
+            word = match.group(0)
+            low = word.lower()
+            before = text[: match.start()].rstrip()
+            if not before or before[-1] in ".!?:;":
+                return word  # sentence-initial words are mostly verbs ("List the ...", "Sort ...")
+            for entity, (sg, pl) in self.nouns.items():
+                if low == entity or low == plural(entity):
+                    noun = pl if low != entity else sg
+                    if (noun, entity) not in used and (sg, entity) not in used:
+                        used.append((sg, entity))
+                    return noun
+            return word
+
+        pattern = r"\b(" + "|".join(
+            sorted({w for e in self.nouns for w in (e, plural(e))}, key=len, reverse=True)) + r")\b"
+        return re.sub(pattern, sub, text, flags=re.IGNORECASE), used
+
+
+def mapping_for(lexicon: Lexicon, choose) -> Mapping:
+    """`choose(entity, n)` returns the variant index; the caller seeds it by cell."""
+    nouns = {}
+    for entity in SWAPPABLE:
+        terms = lexicon.terms.get(entity)
+        if terms:
+            t = terms[choose(entity, len(terms))]
+            nouns[entity] = (t.sg, t.pl)
+    return Mapping(lexicon.id, nouns)

@@ -1,0 +1,53 @@
+"""The judge: runs a submission against the task's hidden tests in the sandbox.
+
+Execution decides. (An optional LLM assessment of agreement with the reference could veto a
+pass, never grant one; it would wrap this class and is not part of the offline default.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from capa_hf.schema import Task
+from capa_hf.simulator.extraction import Submission
+
+
+@dataclass
+class SandboxJudge:
+    timeout_s: float = 10.0
+    memory_mb: int = 1024
+    workers: int | None = None
+    _pool: object | None = field(default=None, repr=False)
+
+    @property
+    def pool(self):
+        if self._pool is None:
+            from sandbox import SandboxPool
+
+            self._pool = SandboxPool(workers=self.workers)
+        return self._pool
+
+    def judge(self, submission: Submission, task: Task) -> dict:
+        verdict = self.pool.check(submission.code, task.test, submission.candidate,
+                                  timeout_s=self.timeout_s, memory_mb=self.memory_mb)
+        return verdict.to_dict()
+
+    def judge_many(self, jobs: list[tuple[Submission, Task]]) -> list[dict]:
+        from sandbox import CheckJob
+
+        verdicts = self.pool.check_many([
+            CheckJob(code=s.code, test=t.test, entry_point=s.candidate,
+                     timeout_s=self.timeout_s, memory_mb=self.memory_mb) for s, t in jobs
+        ])
+        return [v.to_dict() for v in verdicts]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
