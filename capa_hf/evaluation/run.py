@@ -116,6 +116,9 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
                       "dataset_source": data.source, "n_targets": len(targets)})
     results_path = out / RESULTS
     done = read_done(results_path)
+    if results_path.is_file():  # drop a torn last line left by a killed run before appending
+        results_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done.values()),
+                                encoding="utf-8")
     todo = [t for t in targets if t.session_id not in done]
     contexts = condition.contexts(targets, data)
     controls = load_controls()
