@@ -5,16 +5,30 @@ has none), tokenized once, checked against ``n_ctx`` (an over-long conversation 
 ``length`` result), and completed with ``Llama.create_completion`` on the token list.
 llama-cpp-python keeps the previous prompt's KV cache and re-evaluates only the suffix
 after the longest common prefix, so requests are served in prefix order (conversations
-sharing a system prompt / earlier turns run back to back).  With ``state_cache_mb > 0``
-a ``LlamaRAMCache`` also keeps saved KV states so that a conversation's next turn restores
-its previous turn instead of recomputing it after other conversations ran in between.
+sharing a system prompt / earlier turns run back to back).  On top of that, a small
+KV-state cache (``state_cache_mb``, default 1024; 0 turns it off) saves the sequence's KV
+state after each reply (~12 KB per token for the 0.5B model, a few ms to save or restore)
+and restores the saved state with the longest common prefix before the next request, so a
+conversation's next turn, or a branch of it, continues from where it was instead of
+recomputing its history after other conversations ran in between.  (llama-cpp-python's own
+``LlamaRAMCache`` is not used: its saved states also copy a logits buffer of up to
+``n_batch x n_vocab`` floats, ~300 MB each for Qwen's vocabulary.)
+
+Greedy decoding is deterministic for a given sequence of requests; reusing a cached prefix
+evaluates fewer tokens in a batch, which can flip near-tie tokens compared with evaluating
+the whole prompt at once, so the same prompt may get a slightly different reply depending
+on what ran before it.  Reruns reproduce replies through the completion cache.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import time
+from collections import OrderedDict
 from typing import Any, Sequence
+
+import numpy as np
 
 from .model_assets import ASSETS, ensure_model, find_asset
 from .types import ChatRequest, ChatResult
@@ -34,6 +48,91 @@ def _default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+class _KVStateCache:
+    """LRU map from token sequences to saved KV states of llama.cpp sequence 0."""
+
+    def __init__(self, llm: Any, capacity_bytes: int) -> None:
+        import llama_cpp
+
+        self._lib = llama_cpp
+        self.llm = llm
+        self.capacity = capacity_bytes
+        self.entries: OrderedDict[int, tuple[np.ndarray, bytes]] = OrderedDict()
+        self.size = 0
+        self._next = 0
+        self.restores = 0
+        self.saves = 0
+
+    @staticmethod
+    def supported() -> bool:
+        try:
+            import llama_cpp
+        except ImportError:  # pragma: no cover
+            return False
+        return all(hasattr(llama_cpp, f) for f in ("llama_state_seq_get_size", "llama_state_seq_get_data",
+                                                  "llama_state_seq_set_data", "llama_get_memory",
+                                                  "llama_memory_seq_rm"))
+
+    @staticmethod
+    def _common(a: np.ndarray, b: np.ndarray) -> int:
+        n = min(len(a), len(b))
+        if n == 0:
+            return 0
+        diff = np.flatnonzero(a[:n] != b[:n])
+        return int(diff[0]) if len(diff) else n
+
+    def best(self, tokens: np.ndarray) -> tuple[int | None, int]:
+        best_key, best_len = None, 0
+        for key, (ids, _) in self.entries.items():
+            n = self._common(ids, tokens)
+            if n > best_len:
+                best_key, best_len = key, n
+        return best_key, best_len
+
+    def save(self) -> None:
+        llm, lib = self.llm, self._lib
+        n_tokens = int(llm.n_tokens)
+        if n_tokens == 0:
+            return
+        size = int(lib.llama_state_seq_get_size(llm.ctx, 0))
+        if size <= 0 or size > self.capacity:
+            return
+        buf = (ctypes.c_uint8 * size)()
+        written = int(lib.llama_state_seq_get_data(llm.ctx, buf, size, 0))
+        if written <= 0:
+            return
+        ids = np.array(llm.input_ids[:n_tokens], dtype=np.intc)
+        # a saved state covers every prefix of its tokens: drop entries it extends
+        for key in [k for k, (old, _) in self.entries.items()
+                    if len(old) <= n_tokens and self._common(old, ids) == len(old)]:
+            self.size -= len(self.entries.pop(key)[1])
+        data = bytes(buf[:written])
+        self.entries[self._next] = (ids, data)
+        self._next += 1
+        self.size += len(data)
+        self.saves += 1
+        while self.size > self.capacity and self.entries:
+            _, (_, old) = self.entries.popitem(last=False)
+            self.size -= len(old)
+
+    def restore(self, key: int) -> bool:
+        llm, lib = self.llm, self._lib
+        ids, data = self.entries[key]
+        self.entries.move_to_end(key)
+        mem = lib.llama_get_memory(llm.ctx)
+        if mem is not None:
+            lib.llama_memory_seq_rm(mem, 0, -1, -1)
+        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if int(lib.llama_state_seq_set_data(llm.ctx, buf, len(data), 0)) != len(data):
+            llm.reset()
+            return False
+        llm.input_ids[: len(ids)] = ids
+        llm.n_tokens = len(ids)
+        llm._requires_eval = True  # logits are stale: generate() re-evaluates at least one token
+        self.restores += 1
+        return True
+
+
 class LlamaCppEngine:
     name = "llamacpp"
 
@@ -45,7 +144,7 @@ class LlamaCppEngine:
         n_threads: int | None = None,
         n_batch: int = 512,
         seed: int = 0,
-        state_cache_mb: int = 0,
+        state_cache_mb: int = 1024,
         chat_template: str | None = None,
         verbose: bool = False,
         llama_factory: Any = None,
@@ -70,9 +169,9 @@ class LlamaCppEngine:
             n_threads_batch=self.n_threads, n_batch=n_batch, seed=seed, verbose=verbose,
             **llama_kwargs,
         )
-        if self.state_cache_mb > 0:
-            from llama_cpp import LlamaRAMCache
-            self.llm.set_cache(LlamaRAMCache(capacity_bytes=self.state_cache_mb << 20))
+        self._states: _KVStateCache | None = None
+        if self.state_cache_mb > 0 and llama_factory_is_real(self.llm) and _KVStateCache.supported():
+            self._states = _KVStateCache(self.llm, self.state_cache_mb << 20)
         self._setup_template(chat_template)
 
     # -- prompt formatting ---------------------------------------------------------------
@@ -109,7 +208,7 @@ class LlamaCppEngine:
         return {
             "engine": self.name, "model": self.model, "model_path": str(self.model_path),
             "n_ctx": self.n_ctx, "n_threads": self.n_threads, "chat_template": self.template_source,
-            "state_cache_mb": self.state_cache_mb,
+            "state_cache_mb": self.state_cache_mb if self._states is not None else 0,
             "sampler": {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0},
             "llama_cpp_version": _llama_cpp_version(),
         }
@@ -132,12 +231,14 @@ class LlamaCppEngine:
         if n_prompt >= self.n_ctx:
             return ChatResult(text="", finish_reason="length", prompt_tokens=n_prompt, completion_tokens=0,
                               cached_tokens=0, latency_s=time.perf_counter() - t0)
-        before = self.llm.input_ids[: self.llm.n_tokens].tolist()
+        arr = np.asarray(tokens, dtype=np.intc)
         cached = 0
-        for a, b in zip(before, tokens):
-            if a != b:
-                break
-            cached += 1
+        if llama_factory_is_real(self.llm):
+            cached = _KVStateCache._common(np.asarray(self.llm.input_ids[: self.llm.n_tokens]), arr)
+        if self._states is not None:
+            key, n = self._states.best(arr)
+            if key is not None and n > cached + 8 and self._states.restore(key):
+                cached = n
         cached = min(cached, max(0, n_prompt - 1))
         s = request.sampling
         stop = [self.eos_token] if self.eos_token else []
@@ -157,6 +258,8 @@ class LlamaCppEngine:
         except Exception as exc:
             return ChatResult.failure(f"llama.cpp generation failed: {type(exc).__name__}: {exc}",
                                       prompt_tokens=n_prompt, latency_s=time.perf_counter() - t0)
+        if self._states is not None:
+            self._states.save()
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         finish = "length" if choice.get("finish_reason") == "length" else "stop"
@@ -181,6 +284,10 @@ class LlamaCppEngine:
         close = getattr(self.llm, "close", None)
         if callable(close):
             close()
+
+
+def llama_factory_is_real(llm: Any) -> bool:
+    return hasattr(llm, "ctx") and hasattr(llm, "input_ids")
 
 
 def _llama_cpp_version() -> str | None:

@@ -1,0 +1,152 @@
+"""llama.cpp engine: fast checks with a stand-in Llama, and a slow run of the real embedded model."""
+
+from __future__ import annotations
+
+import pytest
+
+from runners import ChatRequest, CompletionCache, RunStats, Sampling, make_engine, run_episodes
+from runners.llamacpp import CHATML_TEMPLATE
+
+from runners_testlib import chat_episode
+
+pytest.importorskip("llama_cpp")
+
+
+class _Vocab:
+    def token_get_text(self, tid):
+        return {1: "<|im_end|>", 2: "<|endoftext|>"}.get(tid, "")
+
+
+class FakeLlama:
+    """Tokenizes to one token per byte; replies with the prompt length."""
+
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+        self.metadata = {}
+        self._model = _Vocab()
+        self.calls = []
+
+    def token_eos(self):
+        return 1
+
+    def token_bos(self):
+        return 2
+
+    def tokenize(self, data, add_bos=True, special=False):
+        assert add_bos is False and special is True
+        return list(data)
+
+    def create_completion(self, prompt, **kw):
+        self.calls.append((prompt, kw))
+        if b"CRASH" in bytes(prompt):
+            raise RuntimeError("llama_decode failed")
+        return {"choices": [{"text": f"len {len(prompt)}", "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": len(prompt), "completion_tokens": 2}}
+
+
+@pytest.fixture
+def fake_engine(tmp_path):
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    holder = {}
+
+    def factory(**kw):
+        holder["llm"] = FakeLlama(**kw)
+        return holder["llm"]
+
+    eng = make_engine(f"llamacpp:{model}", n_ctx=200, n_threads=2, llama_factory=factory)
+    return eng, holder["llm"]
+
+
+def _req(q, system="sys", **s):
+    return ChatRequest.from_messages([{"role": "system", "content": system}, {"role": "user", "content": q}],
+                                     Sampling(**s))
+
+
+def test_chatml_fallback_options_and_sampling(fake_engine):
+    eng, llm = fake_engine
+    assert eng.template_source == "chatml" and eng.model == "m.gguf"
+    assert llm.kwargs["n_ctx"] == 200 and llm.kwargs["n_threads"] == 2
+    assert eng.render(_req("hi")) == "<|im_start|>system\nsys<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n" \
+                                     "<|im_start|>assistant\n"
+    r = eng.generate([_req("hi", max_tokens=500, temperature=0.3, seed=7, stop=("##",))])[0]
+    assert r.ok and r.text.startswith("len ")
+    prompt, kw = llm.calls[0]
+    assert kw["max_tokens"] == 200 - len(prompt)  # capped to the room left
+    assert (kw["temperature"], kw["seed"], kw["stop"]) == (0.3, 7, ["<|im_end|>", "##"])
+    assert kw["top_k"] == 0 and kw["min_p"] == 0.0
+
+
+def test_overlong_and_failing_requests_do_not_sink_the_batch(fake_engine):
+    eng, llm = fake_engine
+    out = eng.generate([_req("ok"), _req("x" * 300), _req("CRASH"), _req("fine")])
+    assert [r.finish_reason for r in out] == ["stop", "length", "error", "stop"]
+    assert out[1].prompt_tokens > 200 and out[1].text == ""
+    assert "llama_decode failed" in out[2].error
+
+
+def test_requests_are_served_in_prefix_order(fake_engine):
+    eng, llm = fake_engine
+    out = eng.generate([_req("a", system="B"), _req("b", system="A"), _req("c", system="B")])
+    served = [bytes(p).decode() for p, _ in llm.calls]
+    assert [s.split("\n")[1][:1] for s in served] == ["A", "B", "B"]
+    assert [r.prompt_tokens for r in out] == [len(eng.render(_req(q, system=s))) for q, s in
+                                              (("a", "B"), ("b", "A"), ("c", "B"))]
+
+
+def test_chatml_template_is_valid_jinja():
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    f = Jinja2ChatFormatter(template=CHATML_TEMPLATE, eos_token="", bos_token="")
+    assert f(messages=[{"role": "user", "content": "x"}]).prompt.endswith("<|im_start|>assistant\n")
+
+
+@pytest.mark.slow
+def test_real_embedded_model_two_conversations(cache_path):
+    """Assembles the default GGUF from its part packages and runs a few real turns."""
+    eng = make_engine("llamacpp")
+    assert eng.model == "qwen2.5-coder-0.5b" and eng.template_source == "gguf"
+    questions = {
+        "py": ["Write a one-line Python expression that reverses a list named xs.", "Now do it in place.",
+               "Which of the two is faster?"],
+        "sql": ["Write an SQL query counting rows in table users.", "Only rows where age > 30."],
+    }
+
+    def episode(qs):
+        def f():
+            from runners import Call
+            msgs = [{"role": "system", "content": "You are a terse coding assistant."}]
+            got = []
+            for q in qs:
+                msgs.append({"role": "user", "content": q})
+                r = yield Call("assistant", list(msgs), Sampling(max_tokens=32))
+                got.append((r.text, r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.finish_reason))
+                msgs.append({"role": "assistant", "content": r.text})
+            return got
+        return f
+
+    stats = RunStats()
+    with CompletionCache(cache_path) as cache:
+        first = run_episodes({k: episode(v) for k, v in questions.items()}, {"assistant": eng}, cache=cache,
+                             progress=False, stats=stats)
+    assert stats.batches == 3 and stats.sent == 5
+    for k, qs in questions.items():
+        o = first[k]
+        assert o.ok, o.error
+        assert len(o.result) == len(qs)
+        for turn, (text, p, c, cached, finish) in enumerate(o.result):
+            assert text.strip(), f"empty reply in {k} turn {turn}"
+            assert p > 10 and 0 < c <= 32 and finish in ("stop", "length")
+            if turn > 0:
+                assert cached > 0  # the conversation's history was reused from the KV cache
+    print(f"\nllama.cpp: {stats.usage.completion_tokens} completion tokens in {stats.engine_s:.1f}s "
+          f"({stats.usage.completion_tokens / stats.engine_s:.1f} tok/s incl. prompts), "
+          f"{stats.usage.cached_tokens}/{stats.usage.prompt_tokens} prompt tokens from KV cache")
+
+    stats2 = RunStats()
+    with CompletionCache(cache_path) as cache:
+        second = run_episodes({k: episode(v) for k, v in questions.items()}, {"assistant": eng}, cache=cache,
+                              progress=False, stats=stats2)
+    assert stats2.sent == 0 and stats2.cache_hits == 5
+    assert {k: [t[0] for t in o.result] for k, o in second.items()} == \
+           {k: [t[0] for t in o.result] for k, o in first.items()}
+    eng.close()
