@@ -147,6 +147,12 @@ def test_real_embedded_model_two_conversations(cache_path):
         second = run_episodes({k: episode(v) for k, v in questions.items()}, {"assistant": eng}, cache=cache,
                               progress=False, stats=stats2)
     assert stats2.sent == 0 and stats2.cache_hits == 5
-    assert {k: [t[0] for t in o.result] for k, o in second.items()} == \
-           {k: [t[0] for t in o.result] for k, o in first.items()}
+    texts = {k: [t[0] for t in o.result] for k, o in first.items()}
+    assert {k: [t[0] for t in o.result] for k, o in second.items()} == texts
     eng.close()
+
+    # a fresh engine given the same sequence of requests reproduces them without the cache too
+    fresh = make_engine("llamacpp")
+    third = run_episodes({k: episode(v) for k, v in questions.items()}, {"assistant": fresh}, progress=False)
+    assert {k: [t[0] for t in o.result] for k, o in third.items()} == texts
+    fresh.close()
