@@ -103,7 +103,6 @@ def main(argv: list[str] | None = None) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             with CompletionCache(Path(tmp) / "c.sqlite") as cache:
                 c_wall, c_stats, _ = run_driver(args.episodes, args.turns, pts, cache)
-                t0 = time.perf_counter()
                 r_wall, r_stats, _ = run_driver(args.episodes, args.turns, pts, cache)
                 assert r_stats.sent == 0
         rows.append({"driver_s": d_wall, "direct_s": direct, "driver_cache_s": c_wall, "replay_s": r_wall,

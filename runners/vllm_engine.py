@@ -38,6 +38,7 @@ coordination (needed only for MoE expert parallelism).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib
 import inspect
@@ -300,12 +301,14 @@ class _ReplicaPool:
             for r in range(dp):
                 parent, child = ctx.Pipe()
                 devices = ",".join(devs[r * tp:(r + 1) * tp])
-                proc = ctx.Process(target=_worker_main, args=(child, devices, core_args), daemon=True,
+                # not daemonic: vLLM starts its own processes (engine core, TP workers)
+                proc = ctx.Process(target=_worker_main, args=(child, devices, core_args), daemon=False,
                                    name=f"vllm-dp{r}")
                 proc.start()
                 child.close()
                 self.workers.append((proc, parent))
-            for r, (proc, conn) in enumerate(self.workers):
+            atexit.register(self.close)
+            for r in range(len(self.workers)):
                 status, payload = self._recv(r)
                 if status != "ready":
                     raise EngineError(f"vLLM data-parallel replica {r} failed to start:\n{payload}")
@@ -364,12 +367,12 @@ class _ReplicaPool:
         return out
 
     def close(self) -> None:
-        for proc, conn in self.workers:
+        for _, conn in self.workers:
             try:
                 conn.send(("close", None))
             except Exception:
                 pass
-        for proc, conn in self.workers:
+        for proc, _ in self.workers:
             proc.join(timeout=30)
             if proc.is_alive():
                 proc.terminate()

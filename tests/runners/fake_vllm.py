@@ -9,7 +9,7 @@ thinking is on, and raises (like vLLM) when any prompt is longer than max_model_
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __version__ = "0.0-fake"

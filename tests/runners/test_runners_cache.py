@@ -7,11 +7,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from runners_testlib import chat_episode, echo
 
 from runners import ChatRequest, ChatResult, CompletionCache, RunStats, Sampling, ScriptedEngine, run_episodes
 from runners.cache import engine_key, request_key
-
-from runners_testlib import chat_episode, echo
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent

@@ -1,9 +1,8 @@
 import pytest
+from runners_testlib import chat_episode, echo
 
 from runners import Call, ChatResult, RunStats, Sampling, ScriptedEngine, run_episodes
 from runners.types import ChatRequest
-
-from runners_testlib import chat_episode, echo
 
 
 def test_batches_episodes_of_different_lengths():

@@ -7,8 +7,6 @@ import pytest
 from runners import ChatRequest, CompletionCache, RunStats, Sampling, make_engine, run_episodes
 from runners.llamacpp import CHATML_TEMPLATE
 
-from runners_testlib import chat_episode
-
 pytest.importorskip("llama_cpp")
 
 

@@ -1,10 +1,9 @@
 import hashlib
-import os
 
 import pytest
 
 from runners import ModelAssetError, make_engine
-from runners.model_assets import ModelAsset, ModelPart, QWEN25_CODER_05B, assemble, ensure_model, locate_part
+from runners.model_assets import QWEN25_CODER_05B, ModelAsset, ModelPart, assemble, ensure_model, locate_part
 
 
 def test_unknown_engine_names_spec_and_known_engines():

@@ -93,8 +93,9 @@ def test_cached_tokens_and_metrics(fake_vllm):
 
 
 def test_driver_with_vllm_engine_and_cache(fake_vllm, cache_path):
-    from runners import CompletionCache, run_episodes
     from runners_testlib import chat_episode
+
+    from runners import CompletionCache, run_episodes
 
     eng = make_engine("vllm:m")
     eps = {f"e{i}": chat_episode(f"e{i}", 1 + i % 3) for i in range(5)}
