@@ -218,6 +218,11 @@ class LlamaCppEngine:
         ident: dict[str, Any] = {"n_ctx": self.n_ctx}
         if asset is not None and asset.sha256:
             ident["sha256"] = asset.sha256
+        else:  # a local file: tell apart different files that share a name
+            try:
+                ident["size"] = os.path.getsize(self.model_path)
+            except OSError:
+                pass
         return ident
 
     def _one(self, request: ChatRequest) -> ChatResult:

@@ -115,9 +115,8 @@ def test_missing_model_and_missing_vllm(monkeypatch):
         make_engine("vllm:m")
 
 
-def test_data_parallel_replicas(fake_vllm):
-    import os
-    os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+def test_data_parallel_replicas(fake_vllm, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     eng = make_engine("vllm:m", data_parallel_size=2, tensor_parallel_size=2, vllm_module="fake_vllm")
     try:
         reqs = [_req(f"q{i}") for i in range(8)]
