@@ -1,0 +1,43 @@
+"""Sandbox configuration: which isolation layers to use and the fixed caps.
+
+Every layer is on by default. Switching one off is meant for tests that
+examine a single layer on its own, and for machines where a layer is not
+available (the sandbox also falls back by itself and records what was active).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    # --- isolation layers -------------------------------------------------
+    seccomp: bool = True            # syscall filter (network, process creation, exec, ...)
+    drop_privileges: bool = True    # run the submission as an unprivileged uid (root only)
+    chroot: bool = True             # the submission's whole filesystem view is its scratch dir (root only)
+    net_namespace: bool = True      # private network namespace with no interfaces but lo
+    pid_namespace: bool = True      # submission is pid 1 of its own pid namespace: all it started dies with it
+    scratch_tmpfs: bool = True      # scratch dirs live on a size-limited tmpfs in a private mount namespace
+    # --- caps ------------------------------------------------------------
+    uid_base: int = 1_500_000_000   # submission uid = uid_base + zygote pid (one unused uid per worker)
+    output_cap_bytes: int = 64 * 1024   # per stream (stdout, stderr)
+    max_file_mb: int = 16           # RLIMIT_FSIZE
+    max_open_files: int = 64        # RLIMIT_NOFILE
+    max_threads: int = 64           # RLIMIT_NPROC (counts threads; effective once the uid is dropped)
+    scratch_mb: int = 64            # tmpfs size per worker
+    max_message_bytes: int = 32 * 1024 * 1024   # largest reply accepted from a submission
+    preload_extra: tuple[str, ...] = ()          # extra modules to pre-import in the warm worker
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["preload_extra"] = list(self.preload_extra)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SandboxConfig":
+        names = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in names}
+        if "preload_extra" in kw:
+            kw["preload_extra"] = tuple(kw["preload_extra"])
+        return cls(**kw)

@@ -1,0 +1,309 @@
+"""The part of the sandbox that runs INSIDE the untrusted child process.
+
+It loads the submission, answers the judge's call requests with plain data,
+and reports exceptions. Nothing here decides a verdict: a submission that
+tampers with this module (it can: it shares the process) can at most change
+the values it returns, which the trusted judge then checks. See judge.py.
+"""
+from __future__ import annotations
+
+import base64
+import builtins
+import io
+import linecache
+import marshal
+import os
+import sys
+import threading
+import traceback
+
+from . import plaindata
+from .protocol import encode_frame, read_frame
+
+REQ_FD = 3   # judge -> child requests
+REP_FD = 4   # child -> judge replies and events
+
+SUBMISSION_FILE = "<submission>"
+PROGRAM_FILE = "<program>"
+
+# Audit events that mean the submission tried something the seccomp filter denies.
+FORBIDDEN_EVENTS = {
+    "socket.__new__": "socket()",
+    "os.fork": "os.fork()",
+    "os.forkpty": "os.forkpty()",
+    "os.posix_spawn": "os.posix_spawn()",
+    "os.spawn": "os.spawn*()",
+    "os.exec": "os.exec*()",
+    "os.system": "os.system()",
+    "subprocess.Popen": "subprocess",
+    "pty.spawn": "pty.spawn()",
+}
+
+_MEMORY_REPLY = encode_frame({"ok": False, "exc": {"type": "MemoryError", "message": "", "errno": None, "line": None}})
+
+
+class Channel:
+    def __init__(self, req_fd: int = REQ_FD, rep_fd: int = REP_FD):
+        self.req_fd = req_fd
+        self.rep_fd = rep_fd
+        self._lock = threading.RLock()
+        self._write = os.write
+
+    def send_bytes(self, data: bytes) -> None:
+        with self._lock:
+            view = memoryview(data)
+            while view:
+                n = self._write(self.rep_fd, view)
+                view = view[n:]
+
+    def send(self, obj) -> None:
+        try:
+            data = encode_frame(obj)
+        except MemoryError:
+            data = _MEMORY_REPLY
+        self.send_bytes(data)
+
+    def recv(self):
+        return read_frame(self.req_fd)
+
+
+class _RefuseImports:
+    """Last entry on sys.meta_path: only already-loaded (or built-in) modules can be imported."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        raise ModuleNotFoundError(
+            f"No module named {name!r} in the sandbox: only modules preloaded by the sandbox "
+            f"worker can be imported (see sandbox/preload.py)", name=name)
+
+
+def install_import_guard() -> None:
+    from importlib.machinery import BuiltinImporter, FrozenImporter
+    sys.meta_path[:] = [BuiltinImporter, FrozenImporter, _RefuseImports]
+    sys.path[:] = []
+    sys.path_importer_cache.clear()
+    for name in list(sys.modules):
+        if name == "sandbox" or name.startswith("sandbox.") or name in ("pyseccomp", "ctypes", "_ctypes") \
+                or name.startswith("ctypes."):
+            del sys.modules[name]
+
+
+def setup_streams() -> None:
+    sys.stdin = sys.__stdin__ = io.open(0, "r", encoding="utf-8", errors="replace", closefd=False)
+    sys.stdout = sys.__stdout__ = io.open(1, "w", encoding="utf-8", errors="backslashreplace",
+                                         buffering=1, closefd=False)
+    sys.stderr = sys.__stderr__ = io.open(2, "w", encoding="utf-8", errors="backslashreplace",
+                                         buffering=1, closefd=False)
+
+
+def _flush() -> None:
+    for s in (sys.stdout, sys.stderr):
+        try:
+            s.flush()
+        except BaseException:
+            pass
+
+
+def _safe_str(e: BaseException) -> str:
+    try:
+        s = str(e)
+    except BaseException:
+        s = "<unprintable exception>"
+    if type(s) is not str:
+        s = "<unprintable exception>"
+    return s[:2000]
+
+
+def _exc_info(e: BaseException, filename: str) -> dict:
+    info = {"type": "BaseException", "message": "", "errno": None, "line": None, "lineno": None}
+    try:
+        info["type"] = type(e).__name__
+        info["message"] = _safe_str(e)
+        if isinstance(e, OSError) and type(e.errno) is int:
+            info["errno"] = e.errno
+        if isinstance(e, SyntaxError) and type(e.lineno) is int:
+            info["lineno"] = e.lineno
+            info["line"] = (e.text or "").strip()[:500] or None
+        else:
+            tb = e.__traceback__
+            while tb is not None:
+                if tb.tb_frame.f_code.co_filename == filename:
+                    info["lineno"] = tb.tb_lineno
+                tb = tb.tb_next
+            if info["lineno"]:
+                info["line"] = linecache.getline(filename, info["lineno"]).strip()[:500] or None
+        # Mirror what Python would print, for the feedback shown to the model.
+        traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
+    except BaseException:
+        pass
+    return info
+
+
+def _audit_hook_factory(chan: Channel, h: "Harness"):
+    seen: set[str] = set()
+
+    def hook(event, args):
+        what = FORBIDDEN_EVENTS.get(event)
+        if what is None or len(seen) > 20:
+            return
+        try:
+            if event == "socket.__new__" and len(args) >= 2:
+                what = f"socket(family={int(args[1])})"
+            # One report per action and call, tagged with the call it happened in, so the
+            # judge can ignore what prefetched calls the real test never made did.
+            tag = f"{what}@{h.seq}"
+            if tag in seen:
+                return
+            seen.add(tag)
+            chan.send({"event": "forbidden", "what": what, "seq": h.seq})
+        except BaseException:
+            pass
+
+    return hook
+
+
+class Harness:
+    def __init__(self, chan: Channel):
+        self.chan = chan
+        self.ns: dict | None = None
+        self.seq = 0   # number of calls started so far (0 while loading)
+
+    # -- ops ----------------------------------------------------------------
+    def load(self, msg) -> dict:
+        code = msg["code"]
+        entry = msg["entry_point"]
+        linecache.cache[SUBMISSION_FILE] = (len(code), None, code.splitlines(True), SUBMISSION_FILE)
+        try:
+            bytecode = msg.get("bytecode")
+            if bytecode:  # compiled by the judge: parsing here would cost more (page faults)
+                co = marshal.loads(base64.b64decode(bytecode))
+            else:
+                co = compile(code, SUBMISSION_FILE, "exec", dont_inherit=True)
+        except BaseException as e:  # SyntaxError, ValueError (null bytes), MemoryError, RecursionError
+            return {"ok": False, "phase": "compile", "exc": _exc_info(e, SUBMISSION_FILE)}
+        ns = {"__name__": "__submission__", "__builtins__": builtins}
+        self.ns = ns
+        try:
+            exec(co, ns)
+        except BaseException as e:
+            return {"ok": False, "phase": "load", "exc": _exc_info(e, SUBMISSION_FILE)}
+        fn = ns.get(entry)
+        if fn is None or not callable(fn):
+            what = "is not defined" if fn is None else f"is not callable (it is a {type(fn).__name__})"
+            return {"ok": False, "phase": "entry_point",
+                    "exc": {"type": "EntryPointMissing", "message": f"entry point {entry!r} {what}",
+                            "errno": None, "line": None, "lineno": None}}
+        defs = {}
+        for name in msg.get("names", ()):
+            if name not in ns:
+                continue
+            v = ns[name]
+            if callable(v):
+                defs[name] = "fn"
+            else:
+                try:
+                    defs[name] = {"v": plaindata.encode(v)}
+                except BaseException:
+                    pass
+        return {"ok": True, "defs": defs}
+
+    def call(self, msg) -> dict:
+        self.seq += 1
+        ns = self.ns
+        if ns is None:
+            return {"ok": False, "exc": {"type": "RuntimeError", "message": "nothing loaded", "errno": None,
+                                         "line": None, "lineno": None}}
+        try:
+            fn = ns[msg["name"]]
+            args = plaindata.decode(msg["args"])
+            kwargs = plaindata.decode(msg["kwargs"])
+        except BaseException as e:
+            return {"ok": False, "exc": _exc_info(e, SUBMISSION_FILE)}
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as e:
+            return {"ok": False, "exc": _exc_info(e, SUBMISSION_FILE)}
+        try:
+            return {"ok": True, "value": plaindata.encode(result)}
+        except plaindata.Unsupported as u:
+            return {"ok": False, "unsupported": str(u)}
+        except MemoryError:
+            return {"ok": False, "exc": {"type": "MemoryError", "message": "while encoding the result",
+                                         "errno": None, "line": None, "lineno": None}}
+        except BaseException as e:
+            return {"ok": False, "unsupported": f"result could not be encoded ({type(e).__name__})"}
+
+    def run_program(self, msg):
+        """Run a whole program as __main__, then exit with its status (never returns)."""
+        program = msg["program"]
+        linecache.cache[PROGRAM_FILE] = (len(program), None, program.splitlines(True), PROGRAM_FILE)
+        sys.argv[:] = ["program.py"]
+        ns = {"__name__": "__main__", "__builtins__": builtins, "__file__": "program.py"}
+        code = 0
+        try:
+            exec(compile(program, PROGRAM_FILE, "exec"), ns)
+            try:
+                threading._shutdown()  # join non-daemon threads, as the interpreter would
+            except BaseException:
+                pass
+        except SystemExit as e:
+            c = e.code
+            if c is None:
+                code = 0
+            elif type(c) is int or type(c) is bool:
+                code = int(c) & 0xFF
+            else:
+                try:
+                    print(c, file=sys.stderr)
+                except BaseException:
+                    pass
+                code = 1
+            if code:
+                self.chan.send({"exit": code})
+        except BaseException as e:
+            self.chan.send({"exc": _exc_info(e, PROGRAM_FILE)})
+            code = 1
+        _flush()
+        os._exit(code)
+
+    # -- loop ---------------------------------------------------------------
+    def serve(self) -> None:
+        chan = self.chan
+        while True:
+            try:
+                msg = chan.recv()
+            except BaseException:
+                os._exit(3)
+            if msg is None:
+                os._exit(0)
+            op = msg.get("op")
+            if op == "call":
+                reply = self.call(msg)
+            elif op == "batch":
+                # Prefetched calls: run them in order, one reply each, stop at the first failure.
+                for c in msg.get("calls", ()):
+                    reply = self.call(c)
+                    _flush()
+                    chan.send(reply)
+                    if reply.get("ok") is not True:
+                        break
+                continue
+            elif op == "load":
+                reply = self.load(msg)
+            elif op == "run":
+                self.run_program(msg)
+            elif op == "exit":
+                _flush()
+                os._exit(0)
+            else:
+                reply = {"ok": False, "exc": {"type": "ProtocolError", "message": f"unknown op {op!r}",
+                                              "errno": None, "line": None, "lineno": None}}
+            _flush()
+            chan.send(reply)
+
+
+def start(chan: Channel) -> None:
+    """Final in-child steps before untrusted code runs (after privileges and seccomp are set)."""
+    h = Harness(chan)
+    sys.addaudithook(_audit_hook_factory(chan, h))
+    h.serve()

@@ -1,0 +1,303 @@
+"""Warm worker pool, jobs, and the module-level check()/run() helpers."""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import queue
+import select
+import shutil
+import subprocess
+import threading
+from dataclasses import dataclass
+
+from .config import SandboxConfig
+from .limits import Limits
+from .protocol import FrameBuffer, ProtocolError, encode_frame
+from .verdict import Verdict
+
+STARTUP_TIMEOUT_S = 60.0
+JOB_GRACE_S = 30.0   # beyond the job's own timeout, before the pool gives up on a worker
+
+
+@dataclass(frozen=True)
+class CheckJob:
+    code: str
+    test: str
+    entry_point: str
+    timeout_s: float = 10.0
+    memory_mb: int = 1024
+    prelude: str | None = None   # optional trusted helper source (e.g. a HumanEval prompt)
+
+
+class WorkerDied(Exception):
+    pass
+
+
+class _Worker:
+    """Pool-side handle on one worker process."""
+
+    def __init__(self, cfg: SandboxConfig):
+        from ._boot import WORKER_ENV, worker_argv
+        cmd_r, cmd_w = os.pipe()
+        res_r, res_w = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                worker_argv(cmd_r, res_w, json.dumps(cfg.to_dict())),
+                pass_fds=(cmd_r, res_w), env=dict(WORKER_ENV), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=None, start_new_session=True, cwd="/")
+        finally:
+            os.close(cmd_r)
+            os.close(res_w)
+        self.cmd = cmd_w
+        self.res = res_r
+        self.frames = FrameBuffer(1 << 30)
+        self.dead = False
+        try:
+            self.info = self._read(STARTUP_TIMEOUT_S)
+        except WorkerDied:
+            self.kill()
+            raise
+        self.fatal = self.info.get("fatal")
+
+    def _read(self, timeout: float):
+        import time
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                return self.frames.pop()
+            except LookupError:
+                pass
+            except ProtocolError as e:
+                raise WorkerDied(f"garbled reply from worker: {e}") from None
+            left = end - time.monotonic()
+            if left <= 0:
+                raise WorkerDied("worker did not answer in time")
+            r, _, _ = select.select([self.res], [], [], left)
+            if r:
+                data = os.read(self.res, 1 << 20)
+                if not data:
+                    raise WorkerDied(f"worker exited (code {self.proc.poll()})")
+                self.frames.feed(data)
+
+    def request(self, job: dict, timeout: float) -> dict:
+        try:
+            data = encode_frame(job)
+            view = memoryview(data)
+            while view:
+                n = os.write(self.cmd, view)
+                view = view[n:]
+            return self._read(timeout)
+        except (OSError, WorkerDied) as e:
+            self.dead = True
+            raise WorkerDied(str(e)) from None
+
+    def kill(self) -> None:
+        self.dead = True
+        for fd in (self.cmd, self.res):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+        self._cleanup_dir()
+
+    def close(self, timeout: float = 10.0) -> None:
+        if not self.dead:
+            try:
+                os.write(self.cmd, encode_frame({"op": "quit"}))
+            except OSError:
+                pass
+        for fd in (self.cmd, self.res):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.dead = True
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._cleanup_dir()
+
+    def _cleanup_dir(self) -> None:
+        base = getattr(self, "info", {}).get("scratch_base") if hasattr(self, "info") else None
+        if base and os.path.basename(base).startswith("capa-sandbox-"):
+            shutil.rmtree(base, ignore_errors=True)
+
+
+class SandboxPool:
+    """Warm sandbox workers, one per core by default. Thread-safe."""
+
+    def __init__(self, workers: int | None = None, config: SandboxConfig | None = None):
+        if workers is None:
+            try:
+                workers = len(os.sched_getaffinity(0))
+            except (AttributeError, OSError):
+                workers = os.cpu_count() or 1
+        if workers < 1:
+            raise ValueError("workers must be >= 1")
+        self.config = config or SandboxConfig()
+        self.size = workers
+        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._all: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        try:
+            for _ in range(workers):
+                w = _Worker(self.config)
+                self._all.append(w)
+                self._idle.put(w)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- info ---------------------------------------------------------------
+    @property
+    def layers(self) -> dict[str, bool]:
+        return dict(self._all[0].info.get("layers", {})) if self._all else {}
+
+    def worker_info(self) -> list[dict]:
+        with self._lock:
+            return [dict(w.info) for w in self._all if not w.dead]
+
+    # -- jobs ---------------------------------------------------------------
+    def _execute(self, job: dict, timeout_s: float) -> Verdict:
+        if self._closed:
+            raise RuntimeError("SandboxPool is closed")
+        last_error = ""
+        for _attempt in range(2):  # a worker that died is replaced and the job retried once
+            w = self._idle.get()
+            try:
+                if w.dead:
+                    w = self._replace(w)
+                reply = w.request(job, timeout_s + JOB_GRACE_S)
+                return Verdict.from_dict(reply)
+            except WorkerDied as e:
+                last_error = str(e)
+                w = self._replace(w)
+            except Exception as e:
+                last_error = f"{type(e).__name__}: {e}"
+                w = self._replace(w)
+            finally:
+                self._idle.put(w)
+        return Verdict.sandbox_error(f"sandbox worker failed twice: {last_error}")
+
+    def _replace(self, w: _Worker) -> _Worker:
+        w.kill()
+        new = _Worker(self.config)
+        with self._lock:
+            try:
+                self._all[self._all.index(w)] = new
+            except ValueError:
+                self._all.append(new)
+        return new
+
+    def check(self, code: str, test: str, entry_point: str, timeout_s: float = 10.0, memory_mb: int = 1024,
+              prelude: str | None = None) -> Verdict:
+        _validate_check(code, test, entry_point, prelude)
+        Limits(timeout_s, memory_mb).validate()
+        return self._execute({"op": "check", "code": code, "test": test, "entry_point": entry_point,
+                              "timeout_s": float(timeout_s), "memory_mb": int(memory_mb), "prelude": prelude},
+                             float(timeout_s))
+
+    def run(self, program: str, timeout_s: float = 10.0, memory_mb: int = 1024) -> Verdict:
+        if not isinstance(program, str):
+            raise TypeError("program must be a str")
+        Limits(timeout_s, memory_mb).validate()
+        return self._execute({"op": "run", "program": program, "timeout_s": float(timeout_s),
+                              "memory_mb": int(memory_mb)}, float(timeout_s))
+
+    def check_many(self, jobs: list[CheckJob]) -> list[Verdict]:
+        """Run jobs on all workers at once; verdicts come back in input order."""
+        jobs = list(jobs)
+        for j in jobs:
+            _validate_check(j.code, j.test, j.entry_point, j.prelude)
+            Limits(j.timeout_s, j.memory_mb).validate()
+        results: list[Verdict | None] = [None] * len(jobs)
+        it = iter(range(len(jobs)))
+        it_lock = threading.Lock()
+
+        def loop():
+            while True:
+                with it_lock:
+                    i = next(it, None)
+                if i is None:
+                    return
+                j = jobs[i]
+                try:
+                    results[i] = self.check(j.code, j.test, j.entry_point, j.timeout_s, j.memory_mb, j.prelude)
+                except Exception as e:
+                    results[i] = Verdict.sandbox_error(f"{type(e).__name__}: {e}")
+
+        n = min(self.size, len(jobs))
+        threads = [threading.Thread(target=loop, daemon=True) for _ in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return [r if r is not None else Verdict.sandbox_error("job was not run") for r in results]
+
+    # -- lifetime -----------------------------------------------------------
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            workers = list(self._all)
+        for w in workers:
+            try:
+                w.close()
+            except Exception:
+                w.kill()
+
+    def __enter__(self) -> "SandboxPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _validate_check(code, test, entry_point, prelude) -> None:
+    if not isinstance(code, str):
+        raise TypeError("code must be a str")
+    if not isinstance(test, str):
+        raise TypeError("test must be a str")
+    if not isinstance(entry_point, str) or not entry_point.isidentifier():
+        raise ValueError(f"entry_point must be a Python identifier, got {entry_point!r}")
+    if prelude is not None and not isinstance(prelude, str):
+        raise TypeError("prelude must be a str or None")
+
+
+_default_pool: SandboxPool | None = None
+_default_lock = threading.Lock()
+
+
+def default_pool() -> SandboxPool:
+    global _default_pool
+    with _default_lock:
+        if _default_pool is None or _default_pool._closed:
+            _default_pool = SandboxPool()
+            atexit.register(_default_pool.close)
+        return _default_pool
+
+
+def check(code: str, test: str, entry_point: str, timeout_s: float = 10.0, memory_mb: int = 1024,
+          prelude: str | None = None) -> Verdict:
+    return default_pool().check(code, test, entry_point, timeout_s, memory_mb, prelude)
+
+
+def run(program: str, timeout_s: float = 10.0, memory_mb: int = 1024) -> Verdict:
+    return default_pool().run(program, timeout_s, memory_mb)

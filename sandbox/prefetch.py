@@ -1,0 +1,171 @@
+"""Call prefetching: predict the calls a test will make, so the child can answer them in one go.
+
+Running the test in the trusted judge costs one round trip to the sandboxed
+child per candidate call. To save most of them, the judge first runs the
+test in *discovery* mode: asserts are stripped (an AST rewrite, cached per
+test) and every sandboxed function returns a ``Probe``, a value that says
+yes to every comparison. The calls recorded this way (name + plain-data
+arguments) are sent to the child as one batch right after the submission;
+the child runs them in order and streams back one reply per call, stopping
+at the first exception.
+
+The real, trusted run then consumes the streamed replies, checking each
+call's arguments against the prediction. A prediction is only a hint: if the
+real run asks for a call that differs from the predicted one at the same
+position, the child has already run calls the real test never made, so the
+judge throws that child away and redoes the job with plain one-call-at-a-time
+round trips (``Diverged``). Discovery stops early (and the rest of the run
+uses round trips) when an argument is not plain data (e.g. it depends on a
+result) or after a call, size or time budget.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import random
+import signal
+import types
+from functools import lru_cache
+
+from . import plaindata
+
+MAX_CALLS = 2000
+MAX_BYTES = 2 * 1024 * 1024
+TIME_BUDGET_S = 0.05
+
+
+class StopDiscovery(BaseException):
+    pass
+
+
+class Diverged(BaseException):
+    """The real run asked for a different call than the one prefetched at that position."""
+
+
+class Probe:
+    """Stand-in result during discovery: agrees with everything, so the test keeps going."""
+
+    __slots__ = ()
+
+    def __eq__(self, other): return True
+    def __ne__(self, other): return True
+    def __lt__(self, other): return True
+    def __le__(self, other): return True
+    def __gt__(self, other): return True
+    def __ge__(self, other): return True
+    def __bool__(self): return True
+    def __len__(self): return 0
+    def __iter__(self): return iter(())
+    def __contains__(self, item): return True
+    def __getitem__(self, key): return PROBE
+    def __getattr__(self, name): return PROBE
+    def __call__(self, *a, **k): return PROBE
+    def __int__(self): return 0
+    def __float__(self): return 0.0
+    def __index__(self): return 0
+    def __hash__(self): return 0
+    def __repr__(self): return "<probe>"
+    def __format__(self, spec): return "<probe>"
+    def __round__(self, n=None): return PROBE
+    def __abs__(self): return PROBE
+    def __neg__(self): return PROBE
+    def __pos__(self): return PROBE
+    def __invert__(self): return PROBE
+
+
+def _binop(self, other):
+    return PROBE
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift",
+              "rshift", "matmul", "divmod"):
+    setattr(Probe, f"__{_name}__", _binop)
+    setattr(Probe, f"__r{_name}__", _binop)
+
+PROBE = Probe()
+
+
+class _StripAsserts(ast.NodeTransformer):
+    def visit_Assert(self, node: ast.Assert):
+        return ast.copy_location(ast.Expr(value=node.test), node)
+
+
+@lru_cache(maxsize=512)
+def discovery_code(test: str, filename: str) -> types.CodeType:
+    tree = _StripAsserts().visit(ast.parse(test, filename))
+    ast.fix_missing_locations(tree)
+    return compile(tree, filename, "exec", dont_inherit=True)
+
+
+def call_key(name: str, wire_args, wire_kwargs) -> str:
+    return json.dumps([name, wire_args, wire_kwargs], separators=(",", ":"), allow_nan=True)
+
+
+class _Recorder:
+    def __init__(self):
+        self.calls: list[dict] = []
+        self.keys: list[str] = []
+        self.size = 0
+
+    def stub(self, name: str):
+        rec = self
+
+        def record(*args, **kwargs):
+            try:
+                wa = plaindata.encode(list(args))
+                wk = plaindata.encode(dict(kwargs))
+            except plaindata.Unsupported:
+                raise StopDiscovery() from None
+            key = call_key(name, wa, wk)
+            rec.size += len(key)
+            if len(rec.calls) >= MAX_CALLS or rec.size > MAX_BYTES:
+                raise StopDiscovery()
+            rec.calls.append({"name": name, "args": wa, "kwargs": wk})
+            rec.keys.append(key)
+            return PROBE
+
+        record.__name__ = name
+        return record
+
+
+def _alarm(signum, frame):
+    raise StopDiscovery()
+
+
+def discover(test: str, filename: str, prelude_code, entry: str, remote_names, base_ns: dict):
+    """Run the test with asserts stripped and recording stubs; return (calls, keys)."""
+    try:
+        code = discovery_code(test, filename)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return [], []
+    rec = _Recorder()
+    ns = dict(base_ns)
+    state = random.getstate()
+    old = signal.getsignal(signal.SIGALRM)
+    try:
+        try:
+            signal.signal(signal.SIGALRM, _alarm)
+            signal.setitimer(signal.ITIMER_REAL, TIME_BUDGET_S)
+            if prelude_code is not None:
+                exec(prelude_code, ns)
+            exec(code, ns)
+            for name in remote_names:
+                if name not in ns:
+                    ns[name] = rec.stub(name)
+            candidate = rec.stub(entry)
+            ns[entry] = candidate
+            check = ns.get("check")
+            if callable(check):
+                check(candidate)
+        except BaseException:
+            pass
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except StopDiscovery:  # an alarm that landed inside the finally clause
+        pass
+    try:
+        signal.signal(signal.SIGALRM, old)
+    except StopDiscovery:
+        signal.signal(signal.SIGALRM, old)
+    random.setstate(state)
+    return rec.calls, rec.keys

@@ -1,0 +1,116 @@
+"""The seccomp filter: built and compiled to BPF once per worker, installed in each child.
+
+Default action is ALLOW with a deny list: a denied call fails with EPERM (so the
+harness can report ``blocked``), except ``clone3``, which fails with ENOSYS so
+that glibc falls back to ``clone`` for threads. Plain ``clone`` is allowed only
+with CLONE_THREAD, i.e. threads yes, processes no. A syscall from a foreign
+architecture ABI kills the whole process.
+"""
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import tempfile
+
+CLONE_THREAD = 0x00010000
+AF_UNIX = 1
+
+# Calls that fail with EPERM. Unknown names on this architecture are skipped.
+DENY_EPERM = (
+    # network
+    "socket",
+    # process creation and program execution
+    "fork", "vfork", "execve", "execveat",
+    # debugging / reading other processes
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    # mounts, namespaces, roots
+    "mount", "umount", "umount2", "pivot_root", "chroot", "unshare", "setns",
+    "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
+    # kernel attack surface
+    "bpf", "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd",
+    "keyctl", "add_key", "request_key", "perf_event_open", "fanotify_init",
+    "open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "modify_ldt", "uselib",
+    "mbind", "set_mempolicy", "migrate_pages", "move_pages",
+    # machine administration
+    "kexec_load", "kexec_file_load", "reboot", "swapon", "swapoff",
+    "init_module", "finit_module", "delete_module", "acct", "quotactl", "quotactl_fd",
+    "syslog", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
+    "sethostname", "setdomainname", "vhangup", "iopl", "ioperm", "personality",
+)
+DENY_ENOSYS = ("clone3",)
+
+
+class SeccompUnavailable(RuntimeError):
+    pass
+
+
+def build_bpf() -> bytes:
+    """Build the filter with libseccomp (via pyseccomp) and export it as raw BPF."""
+    try:
+        import pyseccomp as sc
+    except Exception as e:  # ImportError, or RuntimeError when libseccomp is missing
+        raise SeccompUnavailable(f"pyseccomp/libseccomp not usable: {e}") from e
+
+    f = sc.SyscallFilter(sc.ALLOW)
+    f.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
+    native = sc.Arch.NATIVE
+
+    def nr(name: str) -> int | None:
+        n = sc.resolve_syscall(native, name)
+        return n if isinstance(n, int) and n >= 0 else None
+
+    for name in DENY_EPERM:
+        n = nr(name)
+        if n is not None:
+            f.add_rule(sc.ERRNO(errno.EPERM), n)
+    for name in DENY_ENOSYS:
+        n = nr(name)
+        if n is not None:
+            f.add_rule(sc.ERRNO(errno.ENOSYS), n)
+    # clone(flags, ...) without CLONE_THREAD creates a process: deny. (x86-64 and
+    # aarch64 pass the flags as the first argument.)
+    n = nr("clone")
+    if n is not None:
+        f.add_rule(sc.ERRNO(errno.EPERM), n, sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+
+    with tempfile.TemporaryFile() as tmp:
+        f.export_bpf(tmp)
+        tmp.seek(0)
+        bpf = tmp.read()
+    if not bpf or len(bpf) % 8:
+        raise SeccompUnavailable("libseccomp exported an empty or malformed BPF program")
+    return bpf
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+
+
+class CompiledFilter:
+    """A BPF program held in memory, ready to install after fork (no libseccomp call per child)."""
+
+    def __init__(self, bpf: bytes):
+        self._buf = ctypes.create_string_buffer(bpf, len(bpf))
+        self._prog = _SockFprog(len(bpf) // 8, ctypes.cast(self._buf, ctypes.c_void_p))
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._prctl = self._libc.prctl
+        self._prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+        self._prctl.restype = ctypes.c_int
+
+    def set_no_new_privs(self) -> None:
+        """Required before an unprivileged process may load a filter; inherited across fork."""
+        if self._prctl(PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(e)}")
+
+    def install(self) -> None:
+        """Load the filter into the calling (single-threaded) process; no_new_privs must be set."""
+        if self._prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(self._prog), 0, 0) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, f"prctl(PR_SET_SECCOMP): {os.strerror(e)}")

@@ -1,0 +1,291 @@
+"""Worker-side handle on one sandboxed child: spawn via the zygote, talk, collect output, reap.
+
+All waiting is done with poll() on the child's pipes and its pidfd, with the
+job's deadline as the poll timeout: no sleeps, no polling loops.
+"""
+from __future__ import annotations
+
+import os
+import select
+import socket
+import time
+
+from .protocol import FrameBuffer, ProtocolError, encode_frame
+from .zygote import REAP, REAPED, SPAWN, SPAWNED
+
+
+class SpawnError(Exception):
+    """The zygote could not start a child (our fault, never the submission's)."""
+
+
+class ChildTimeout(Exception):
+    pass
+
+
+class ChildGone(Exception):
+    """The child exited, or closed its reply channel, while we waited on it."""
+
+
+class ChildProtocolError(Exception):
+    pass
+
+
+class ZygoteClient:
+    def __init__(self, sock: socket.socket, pid: int):
+        self.sock = sock
+        self.pid = pid
+
+    def spawn(self, timeout_s: float, memory_mb: int):
+        self.sock.send(SPAWN.pack(b"s", timeout_s, memory_mb))
+        msg, fds, _flags, _addr = socket.recv_fds(self.sock, 1024, 8)
+        if not msg:
+            raise SpawnError("the zygote is gone")
+        if msg[:1] != b"p" or len(msg) != SPAWNED.size or len(fds) not in (4, 5):
+            for fd in fds:
+                os.close(fd)
+            raise SpawnError(f"zygote could not spawn a child: {msg[1:].decode(errors='replace')}")
+        return SPAWNED.unpack(msg)[1], fds
+
+    def reap(self, pid: int) -> dict:
+        self.sock.send(REAP.pack(b"r", pid))
+        msg = self.sock.recv(1024)
+        if not msg:
+            raise SpawnError("the zygote is gone")
+        if msg[:1] != b"R" or len(msg) != REAPED.size:
+            raise SpawnError(f"zygote could not reap child {pid}: {msg[1:].decode(errors='replace')}")
+        _, status, cpu_s, maxrss_kb, minflt = REAPED.unpack(msg)
+        return {"status": status, "cpu_s": cpu_s, "maxrss_kb": maxrss_kb, "minflt": minflt}
+
+
+class CappedOutput:
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.buf = bytearray()
+        self.dropped = 0
+
+    def add(self, data: bytes) -> None:
+        room = self.cap - len(self.buf)
+        if room > 0:
+            self.buf += data[:room]
+        if len(data) > room:
+            self.dropped += len(data) - max(room, 0)
+
+    def text(self) -> str:
+        s = self.buf.decode("utf-8", "replace")
+        if self.dropped:
+            s += f"\n[sandbox: output truncated, {self.dropped} more bytes not shown]\n"
+        return s
+
+
+_IN = select.POLLIN | select.POLLPRI
+_OUT = select.POLLOUT
+
+
+class ChildSession:
+    def __init__(self, zygote: ZygoteClient, timeout_s: float, memory_mb: int, output_cap: int,
+                 max_message: int):
+        self.zygote = zygote
+        self.pid, fds = zygote.spawn(timeout_s, memory_mb)
+        self.req, self.rep, self.out, self.err = fds[:4]
+        self.pidfd = fds[4] if len(fds) == 5 else None
+        for fd in (self.req, self.rep, self.out, self.err):
+            os.set_blocking(fd, False)
+        self.stdout = CappedOutput(output_cap)
+        self.stderr = CappedOutput(output_cap)
+        self.frames = FrameBuffer(max_message)
+        self.events: list[tuple[str, int]] = []   # (forbidden action, call number it happened in)
+        self.exited = False        # the pidfd reported the child's death (or all pipes hit EOF)
+        self.open_reads = {self.rep, self.out, self.err}
+        self.outgoing = b""
+        self.poller = select.poll()
+        for fd in self.open_reads:
+            self.poller.register(fd, _IN)
+        if self.pidfd is not None:
+            self.poller.register(self.pidfd, _IN)
+        self.req_registered = False
+        self.reaped: dict | None = None
+        self.late_frames: list[dict] = []
+        self.closed = False
+
+    # -- frames ---------------------------------------------------------------
+    def _next_frame(self):
+        while True:
+            try:
+                f = self.frames.pop()
+            except LookupError:
+                return None
+            except ProtocolError as e:
+                raise ChildProtocolError(str(e)) from None
+            if type(f) is dict and f.get("event") == "forbidden":
+                what, seq = f.get("what"), f.get("seq")
+                if type(what) is str and len(self.events) < 50:
+                    self.events.append((what[:100], seq if type(seq) is int else 0))
+                continue
+            if type(f) is not dict:
+                raise ChildProtocolError("frame is not an object")
+            return f
+
+    # -- I/O ------------------------------------------------------------------
+    def _read(self, fd: int) -> bool:
+        """Read what is available; False on EOF."""
+        try:
+            data = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return True
+        except OSError:
+            data = b""
+        if not data:
+            self.open_reads.discard(fd)
+            try:
+                self.poller.unregister(fd)
+            except KeyError:
+                pass
+            return False
+        if fd == self.rep:
+            self.frames.feed(data)
+            if self.frames.pending() > self.frames.max_bytes + 8:
+                raise ChildProtocolError("reply too large")
+        elif fd == self.out:
+            self.stdout.add(data)
+        else:
+            self.stderr.add(data)
+        return True
+
+    def _drain(self) -> None:
+        """After the child died: read everything still buffered in its pipes."""
+        for fd in list(self.open_reads):
+            for _ in range(100000):
+                try:
+                    if not self._read(fd):
+                        break
+                except ChildProtocolError:
+                    break
+                if fd in self.open_reads:
+                    try:
+                        # still open: stop when nothing is buffered (a survivor could hold the pipe)
+                        if not select.select([fd], [], [], 0)[0]:
+                            break
+                    except OSError:
+                        break
+
+    def _mark_exited(self) -> None:
+        self.exited = True
+        if self.pidfd is not None:
+            try:
+                self.poller.unregister(self.pidfd)
+            except KeyError:
+                pass
+        self._drain()
+
+    def _pump_once(self, deadline: float) -> None:
+        timeout = deadline - time.monotonic()
+        if timeout <= 0:
+            raise ChildTimeout()
+        want_out = bool(self.outgoing)
+        if want_out != self.req_registered:
+            if want_out:
+                self.poller.register(self.req, _OUT)
+            else:
+                self.poller.unregister(self.req)
+            self.req_registered = want_out
+        for fd, ev in self.poller.poll(max(1, int(timeout * 1000 + 0.999))):
+            if fd == self.req:
+                try:
+                    n = os.write(self.req, self.outgoing)
+                    self.outgoing = self.outgoing[n:]
+                except BlockingIOError:
+                    pass
+                except OSError:  # EPIPE: the child closed its request pipe or died
+                    raise ChildGone() from None
+            elif fd == self.pidfd:
+                self._mark_exited()
+            else:
+                self._read(fd)
+        if self.pidfd is None and not self.open_reads:
+            self.exited = True
+
+    def send(self, obj, deadline: float) -> None:
+        if self.exited:
+            raise ChildGone()
+        self.outgoing += encode_frame(obj)
+        if not self.req_registered:
+            try:  # usually the pipe has room: no poll needed
+                n = os.write(self.req, self.outgoing)
+                self.outgoing = self.outgoing[n:]
+            except BlockingIOError:
+                pass
+            except OSError:
+                raise ChildGone() from None
+        while self.outgoing:
+            if self.exited:
+                raise ChildGone()
+            self._pump_once(deadline)
+
+    def recv(self, deadline: float) -> dict:
+        while True:
+            f = self._next_frame()
+            if f is not None:
+                return f
+            if self.exited or self.rep not in self.open_reads:
+                raise ChildGone()
+            self._pump_once(deadline)
+
+    def forbidden(self, upto: int | None = None) -> list[str]:
+        """Forbidden actions reported, optionally only those from calls numbered <= upto."""
+        out: list[str] = []
+        for what, seq in self.events:
+            if (upto is None or seq <= upto) and what not in out:
+                out.append(what)
+        return out
+
+    def request(self, obj, deadline: float) -> dict:
+        self.send(obj, deadline)
+        return self.recv(deadline)
+
+    def wait_exit(self, deadline: float) -> list[dict]:
+        """Wait for the child to end on its own; return the frames it sent meanwhile."""
+        frames = []
+        while True:
+            f = self._next_frame()
+            if f is not None:
+                frames.append(f)
+                continue
+            if self.exited:
+                return frames
+            self._pump_once(deadline)
+
+    def finish(self, grace_deadline: float | None) -> dict:
+        """Ask the child to exit (when still alive), wait up to grace_deadline, then kill and reap it."""
+        if self.closed:
+            return self.reaped or {}
+        try:
+            if grace_deadline is not None and not self.exited and time.monotonic() < grace_deadline:
+                try:
+                    self.send({"op": "exit"}, grace_deadline)
+                    self.wait_exit(grace_deadline)
+                except (ChildTimeout, ChildGone, ChildProtocolError):
+                    pass
+            self.reaped = self.zygote.reap(self.pid)
+            self._drain()
+            try:
+                while True:
+                    f = self._next_frame()
+                    if f is None:
+                        break
+                    self.late_frames.append(f)
+            except ChildProtocolError:
+                pass
+        finally:
+            self.close()
+        return self.reaped
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for fd in (self.req, self.rep, self.out, self.err, self.pidfd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass

@@ -1,0 +1,82 @@
+"""The structured result of one sandboxed execution."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PASSED = "passed"
+FAILED = "failed"
+ERROR = "error"
+TIMEOUT = "timeout"
+MEMORY = "memory"
+BLOCKED = "blocked"
+SANDBOX_ERROR = "sandbox_error"
+
+STATUSES = (PASSED, FAILED, ERROR, TIMEOUT, MEMORY, BLOCKED, SANDBOX_ERROR)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a submission did not pass.
+
+    ``type`` is an exception type name (``AssertionError``, ``ZeroDivisionError``)
+    or a sandbox category (``Timeout``, ``Blocked``, ``SandboxError`` ...).
+    ``line`` is the test's source line that failed (for ``check``), or the
+    program line that raised (for ``run``), when known.
+    """
+
+    type: str
+    message: str
+    line: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "message": self.message, "line": self.line}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Failure":
+        return cls(type=str(d["type"]), message=str(d["message"]), line=d.get("line"))
+
+
+@dataclass
+class Verdict:
+    status: str
+    failure: Failure | None = None
+    stdout: str = ""
+    stderr: str = ""
+    wall_s: float = 0.0
+    # Which isolation layers were active for this execution (name -> bool).
+    layers: dict[str, bool] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown verdict status {self.status!r}")
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "failure": self.failure.to_dict() if self.failure else None,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "wall_s": self.wall_s,
+            "layers": dict(self.layers),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Verdict":
+        f = d.get("failure")
+        return cls(
+            status=d["status"],
+            failure=Failure.from_dict(f) if f else None,
+            stdout=d.get("stdout", ""),
+            stderr=d.get("stderr", ""),
+            wall_s=float(d.get("wall_s", 0.0)),
+            layers={str(k): bool(v) for k, v in (d.get("layers") or {}).items()},
+        )
+
+    @classmethod
+    def sandbox_error(cls, message: str, wall_s: float = 0.0) -> "Verdict":
+        return cls(status=SANDBOX_ERROR, failure=Failure("SandboxError", message), wall_s=wall_s)

@@ -1,0 +1,112 @@
+"""The warm worker: a fresh interpreter started by the pool (never forked from the caller).
+
+Startup: pre-import the modules submissions use, compile the seccomp filter,
+then fork the zygote (before any job, so it stays pristine). Afterwards the
+worker reads jobs from the pool, runs the trusted side of each (judge.py) and
+writes back verdicts. It never executes submission code itself.
+
+Pool <-> worker: length-prefixed JSON frames over two pipes whose fd numbers
+are given on the command line.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+import traceback
+
+
+def main(argv: list[str]) -> None:
+    cmd_fd, res_fd = int(argv[0]), int(argv[1])
+    # Imports after argv parsing so that a bad invocation fails fast.
+    from .config import SandboxConfig
+    from .preload import preload
+    from .protocol import read_frame, write_frame
+
+    cfg = SandboxConfig.from_dict(json.loads(argv[2]))
+    missing = preload(cfg.preload_extra)
+
+    from . import judge, seccomp_filter
+    from .session import ZygoteClient
+    from .verdict import Verdict
+    from .zygote import recv_msg, zygote_main
+
+    fatal = None
+    compiled = None
+    if cfg.seccomp:
+        try:
+            compiled = seccomp_filter.CompiledFilter(seccomp_filter.build_bpf())
+        except Exception as e:
+            fatal = f"seccomp filter unavailable: {e}"
+
+    base = tempfile.mkdtemp(prefix="capa-sandbox-")
+    os.chmod(base, 0o711)
+    zpid = None
+    zclient = None
+    hello = {"pid": os.getpid(), "scratch_base": base, "missing_preload": missing}
+    if fatal is None:
+        parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        zpid = os.fork()
+        if zpid == 0:
+            parent_sock.close()
+            os.close(cmd_fd)
+            os.close(res_fd)
+            zygote_main(child_sock, cfg, compiled, base)  # never returns
+        child_sock.close()
+        msg, _ = recv_msg(parent_sock)
+        if msg is None or "error" in msg:
+            fatal = (msg or {}).get("error", "the zygote exited during setup")
+        else:
+            hello.update(msg)
+            zclient = ZygoteClient(parent_sock, zpid)
+    hello["fatal"] = fatal
+    write_frame(res_fd, hello)
+    layers = hello.get("layers", {})
+
+    try:
+        while True:
+            job = read_frame(cmd_fd)
+            if job is None or job.get("op") == "quit":
+                break
+            t0 = time.monotonic()
+            try:
+                if fatal is not None:
+                    v = Verdict.sandbox_error(fatal)
+                elif job["op"] == "check":
+                    run = judge.CheckRun(zclient, cfg, job["code"], job["test"], job["entry_point"],
+                                         float(job["timeout_s"]), int(job["memory_mb"]), job.get("prelude"))
+                    run.layers = layers
+                    v = run.execute()
+                elif job["op"] == "run":
+                    run = judge.ProgramRun(zclient, cfg, job["program"], float(job["timeout_s"]),
+                                           int(job["memory_mb"]))
+                    run.layers = layers
+                    v = run.execute()
+                elif job["op"] == "info":
+                    write_frame(res_fd, hello)
+                    continue
+                else:
+                    v = Verdict.sandbox_error(f"unknown job op {job.get('op')!r}")
+            except Exception as e:  # a bug on our side: never blame the submission
+                v = Verdict.sandbox_error(f"internal error: {type(e).__name__}: {e}\n{traceback.format_exc()}",
+                                          time.monotonic() - t0)
+                if isinstance(e, (OSError, ConnectionError)) and zclient is not None:
+                    # the zygote may be gone; let the pool replace this worker
+                    write_frame(res_fd, v.to_dict())
+                    break
+            write_frame(res_fd, v.to_dict())
+    finally:
+        if zclient is not None:
+            zclient.sock.close()
+        if zpid:
+            try:
+                os.waitpid(zpid, 0)
+            except ChildProcessError:
+                pass
+        shutil.rmtree(base, ignore_errors=True)

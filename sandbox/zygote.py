@@ -1,0 +1,351 @@
+"""The zygote: a pristine, trusted process that forks one sandboxed child per execution.
+
+The worker forks the zygote right after pre-importing modules and compiling
+the seccomp filter, before it handles any job, so a child forked from the
+zygote never holds a test (or an earlier job's data) in its memory.
+
+Layers set up once here and inherited by every child: private network
+namespace; private mount namespace with a size-limited tmpfs for scratch dirs;
+scrubbed environment; import guard; job-independent rlimits (file size, open
+files, threads, core dumps); no_new_privs; no supplementary groups.
+Per child: a fresh pid namespace (the child is its pid 1, so everything it
+starts dies with it), a new session, a chroot into its own scratch directory,
+the address-space and CPU rlimits of the job, an unprivileged uid, and the
+seccomp filter (compiled once by the worker, only loaded here).
+
+Zygote <-> worker: JSON messages over a SOCK_SEQPACKET socketpair, with the
+child's pipe ends (and a pidfd) passed as SCM_RIGHTS.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import random
+import resource
+import shutil
+import signal
+import socket
+import struct
+import sys
+
+from . import harness, namespaces
+from .config import SandboxConfig
+from .limits import Limits, apply_rlimits, job_rlimits, shared_rlimits, vm_size_bytes
+from .protocol import encode_frame, write_frame
+
+SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+            "TMPDIR": "/", "PYTHONIOENCODING": "utf-8"}
+SETUP_FAILED = 70
+MSG_MAX = 1 << 16
+SOCK_FD = 3
+_READY = encode_frame({"ready": True})
+
+
+# Per-job messages are fixed-size structs (the zygote's own work between forks is kept
+# tiny: every page it touches while a child is alive costs a copy-on-write fault).
+SPAWN = struct.Struct("<cdI")     # b"s", timeout_s, memory_mb
+SPAWNED = struct.Struct("<ci")    # b"p", pid          (+ fds)
+REAP = struct.Struct("<ci")       # b"r", pid
+REAPED = struct.Struct("<cidqq")  # b"R", wait status, cpu seconds, maxrss KiB, minor faults
+# errors: b"e" + utf-8 text
+
+
+def send_msg(sock: socket.socket, obj, fds=()) -> None:
+    data = json.dumps(obj).encode()
+    if fds:
+        socket.send_fds(sock, [data], list(fds))
+    else:
+        sock.send(data)
+
+
+def recv_msg(sock: socket.socket, maxfds: int = 0):
+    if maxfds:
+        data, fds, _flags, _addr = socket.recv_fds(sock, MSG_MAX, maxfds)
+    else:
+        data, fds = sock.recv(MSG_MAX), []
+    if not data:
+        return None, fds
+    return json.loads(data), fds
+
+
+class Zygote:
+    def __init__(self, sock: socket.socket, cfg: SandboxConfig, seccomp_filter, scratch_base: str):
+        self.sock = sock
+        self.cfg = cfg
+        self.filter = seccomp_filter
+        self.base = scratch_base
+        self.is_root = os.geteuid() == 0
+        self.layers: dict[str, bool] = {}
+        self.notes: list[str] = []
+        self.children: dict[int, str] = {}
+        self.jobs = 0
+        self.pidns_fd: int | None = None
+        self.uid: int | None = None
+        self.chroot = False
+        self.devnull = -1
+        self.fd_limit = 0
+        self.base_vm = 0
+        self.chan: harness.Channel | None = None
+
+    # -- one-time setup ------------------------------------------------------
+    def setup(self) -> None:
+        cfg = self.cfg
+        namespaces.set_pdeathsig(signal.SIGKILL)  # worker gone -> zygote gone -> children gone
+        self.layers["net_namespace"] = self._try(cfg.net_namespace, "net_namespace",
+                                                 lambda: namespaces.unshare(namespaces.CLONE_NEWNET))
+        self.layers["scratch_tmpfs"] = self._try(cfg.scratch_tmpfs, "scratch_tmpfs", self._mount_scratch)
+        self.layers["pid_namespace"] = self._try(cfg.pid_namespace, "pid_namespace", self._probe_pidns)
+        self.layers["drop_privileges"] = bool(cfg.drop_privileges and self.is_root)
+        if cfg.drop_privileges and not self.is_root:
+            self.notes.append("drop_privileges: not running as root; submission keeps the worker's uid")
+        self.chroot = self.layers["chroot"] = bool(cfg.chroot and self.is_root)
+        if cfg.chroot and not self.is_root:
+            self.notes.append("chroot: not running as root")
+        self.layers["seccomp"] = self.filter is not None
+        self.layers["rlimits"] = True
+        self.layers["session"] = True
+        self.layers["env_scrubbed"] = True
+        self.layers["scratch_dir"] = True
+        if self.layers["drop_privileges"]:
+            self.uid = cfg.uid_base + os.getpid()
+            os.setgroups([])
+        namespaces.limit_malloc_arenas(1)
+        self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        # Everything children share is prepared once, here, instead of per child:
+        # scrubbed environment, fd-based std streams, the import guard (which also
+        # hides the sandbox's own modules), the reply channel object, signal
+        # dispositions, job-independent rlimits, no_new_privs, and a frozen GC so
+        # that children do not touch (and copy) every inherited object when they collect.
+        os.environ.clear()
+        os.environ.update(SAFE_ENV)
+        harness.setup_streams()
+        harness.install_import_guard()
+        sys.argv[:] = ["submission"]
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over-size writes fail with EFBIG instead
+        self.chan = harness.Channel()
+        apply_rlimits(shared_rlimits(cfg))
+        self.fd_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if self.filter is not None:
+            self.filter.set_no_new_privs()
+        gc.collect()
+        gc.freeze()
+        self.base_vm = vm_size_bytes()
+
+    def _try(self, wanted: bool, name: str, fn) -> bool:
+        if not wanted:
+            return False
+        if not self.is_root:
+            self.notes.append(f"{name}: not running as root")
+            return False
+        try:
+            fn()
+            return True
+        except OSError as e:
+            self.notes.append(f"{name}: {e}")
+            return False
+
+    def _mount_scratch(self) -> None:
+        namespaces.unshare(namespaces.CLONE_NEWNS)
+        namespaces.make_mounts_private()
+        namespaces.mount_tmpfs(self.base, self.cfg.scratch_mb)
+
+    def _probe_pidns(self) -> None:
+        fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            namespaces.unshare(namespaces.CLONE_NEWPID)
+            namespaces.setns(fd, namespaces.CLONE_NEWPID)
+        except OSError:
+            os.close(fd)
+            raise
+        self.pidns_fd = fd
+
+    def hello(self) -> dict:
+        return {"zygote_pid": os.getpid(), "uid": self.uid, "layers": self.layers, "notes": self.notes}
+
+    # -- loop ---------------------------------------------------------------
+    def serve(self) -> None:
+        sock = self.sock
+        while True:
+            try:
+                msg = sock.recv(64)
+            except OSError:
+                msg = b""
+            if not msg:
+                self._shutdown()
+                os._exit(0)
+            try:
+                if msg[:1] == b"s":
+                    _, timeout_s, memory_mb = SPAWN.unpack(msg)
+                    self._spawn(timeout_s, memory_mb)
+                elif msg[:1] == b"r":
+                    sock.send(self._reap(REAP.unpack(msg)[1]))
+                else:
+                    sock.send(b"eunknown request")
+            except Exception as e:
+                sock.send(b"e" + f"{type(e).__name__}: {e}".encode()[:1000])
+
+    def _shutdown(self) -> None:
+        for pid in list(self.children):
+            try:
+                self._reap(pid)
+            except Exception:
+                pass
+
+    def _spawn(self, timeout_s: float, memory_mb: int) -> None:
+        plan = job_rlimits(Limits(timeout_s, memory_mb), self.base_vm)
+        self.jobs += 1
+        scratch = f"{self.base}/j{self.jobs}"
+        os.mkdir(scratch, 0o700)
+        opened: list[int] = []
+        try:
+            if self.uid is not None:
+                os.chown(scratch, self.uid, self.uid)
+            for _ in range(4):
+                opened.extend(os.pipe())
+            req_r, req_w, rep_r, rep_w, out_r, out_w, err_r, err_w = opened
+            use_pidns = self.pidns_fd is not None
+            if use_pidns:
+                namespaces.unshare(namespaces.CLONE_NEWPID)
+            try:
+                pid = namespaces.raw_fork()
+                if pid == 0:
+                    try:
+                        self._child(scratch, plan, (self.devnull, out_w, err_w, req_r, rep_w))
+                    finally:
+                        os._exit(SETUP_FAILED)
+            finally:
+                if use_pidns:
+                    namespaces.setns(self.pidns_fd, namespaces.CLONE_NEWPID)
+        except BaseException:
+            for fd in opened:
+                os.close(fd)
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        for fd in (out_w, err_w, req_r, rep_w):
+            os.close(fd)
+        self.children[pid] = scratch
+        fds = [req_w, rep_r, out_r, err_r]
+        try:
+            fds.append(os.pidfd_open(pid))
+        except (AttributeError, OSError):
+            pass
+        try:
+            self.sock.sendmsg([SPAWNED.pack(b"p", pid)],
+                              [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))])
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _reap(self, pid: int) -> bytes:
+        scratch = self.children.pop(pid, None)
+        if scratch is None:
+            return b"eunknown child"
+        try:
+            if self.pidns_fd is not None:
+                os.kill(pid, signal.SIGKILL)  # pid 1 of its namespace: the kernel kills the rest
+            else:
+                os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _, status, ru = os.wait4(pid, 0)
+        if self.pidns_fd is None and self.uid is not None and self.filter is None:
+            self._sweep_uid()  # fork was possible: kill anything left running as the sandbox uid
+        try:
+            os.rmdir(scratch)
+        except OSError:
+            shutil.rmtree(scratch, ignore_errors=True)
+            if os.path.exists(scratch):
+                _force_rmtree(scratch)
+        return REAPED.pack(b"R", status, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, ru.ru_minflt)
+
+    def _sweep_uid(self) -> None:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setresgid(self.uid, self.uid, self.uid)
+                os.setresuid(self.uid, self.uid, self.uid)
+                for _ in range(3):
+                    try:
+                        os.kill(-1, signal.SIGKILL)  # every process this uid may signal, except us
+                    except ProcessLookupError:
+                        break
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+
+    # -- in the child (root until privileges are dropped) -------------------
+    def _child(self, scratch: str, plan: dict, fds: tuple[int, int, int, int, int]) -> None:
+        rep_fd = fds[4]
+        try:
+            os.setsid()
+            random.seed()  # raw_fork skipped CPython's reseed; children must not share a stream
+            # Put devnull and the pipes on fds 0..4 and close everything else (the zygote
+            # socket included). Sources are never 0-2, and fd 3 is the zygote socket, so
+            # copying in increasing target order never overwrites a source still needed.
+            for target, src in enumerate(fds):
+                if src != target:
+                    os.dup2(src, target, inheritable=False)
+            rep_fd = harness.REP_FD
+            os.closerange(5, self.fd_limit)
+            os.chdir(scratch)
+            if self.chroot:
+                os.chroot(".")
+                os.chdir("/")
+            apply_rlimits(plan)
+            if self.uid is not None:
+                os.setresgid(self.uid, self.uid, self.uid)
+                os.setresuid(self.uid, self.uid, self.uid)  # also makes the process non-dumpable
+            namespaces.set_pdeathsig(signal.SIGKILL)  # after the uid change, which clears it
+            if self.pidns_fd is None and os.getppid() == 1:
+                os._exit(SETUP_FAILED)  # zygote already gone
+            if self.filter is not None:
+                self.filter.install()
+            os.write(rep_fd, _READY)
+        except BaseException as e:
+            try:
+                write_frame(rep_fd, {"setup_error": f"{type(e).__name__}: {e}"})
+            except BaseException:
+                pass
+            os._exit(SETUP_FAILED)
+        harness.start(self.chan)  # never returns
+
+
+def _force_rmtree(path: str) -> None:
+    def onerror(func, p, exc):
+        try:
+            os.chmod(os.path.dirname(p), 0o700)
+            os.chmod(p, 0o700)
+            func(p)
+        except OSError:
+            pass
+    shutil.rmtree(path, onerror=onerror)
+
+
+def zygote_main(sock: socket.socket, cfg: SandboxConfig, seccomp_filter, scratch_base: str) -> None:
+    """Entry point in the freshly forked zygote; never returns."""
+    try:
+        fd = sock.detach()
+        if fd != SOCK_FD:
+            os.dup2(fd, SOCK_FD)
+            os.close(fd)
+        sock = socket.socket(fileno=SOCK_FD)
+        for std in (0, 1, 2):  # the child's fd shuffle relies on 0-2 being taken
+            try:
+                os.fstat(std)
+            except OSError:
+                nul = os.open(os.devnull, os.O_RDWR)
+                if nul != std:
+                    os.dup2(nul, std)
+                    os.close(nul)
+        os.closerange(SOCK_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        z = Zygote(sock, cfg, seccomp_filter, scratch_base)
+        z.setup()
+        send_msg(sock, z.hello())
+        z.serve()
+    except BaseException as e:
+        try:
+            send_msg(sock, {"error": f"zygote setup failed: {type(e).__name__}: {e}"})
+        except BaseException:
+            pass
+    os._exit(1)
