@@ -302,8 +302,13 @@ class Harness:
             chan.send(reply)
 
 
-def start(chan: Channel) -> None:
-    """Final in-child steps before untrusted code runs (after privileges and seccomp are set)."""
+def start(chan: Channel, report_forbidden: bool = True) -> None:
+    """Final in-child steps before untrusted code runs (after privileges and seccomp are set).
+
+    ``report_forbidden``: report attempts at what the seccomp filter denies (only
+    meaningful, and only done, when the filter is active).
+    """
     h = Harness(chan)
-    sys.addaudithook(_audit_hook_factory(chan, h))
+    if report_forbidden:
+        sys.addaudithook(_audit_hook_factory(chan, h))
     h.serve()

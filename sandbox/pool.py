@@ -178,6 +178,8 @@ class SandboxPool:
                 if w.dead:
                     w = self._replace(w)
                 reply = w.request(job, timeout_s + JOB_GRACE_S)
+                if reply.get("retry"):
+                    raise WorkerDied(str(reply.get("reason", "worker asked for a retry")))
                 return Verdict.from_dict(reply)
             except WorkerDied as e:
                 last_error = str(e)

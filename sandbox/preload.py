@@ -15,7 +15,7 @@ STDLIB = (
     "datetime", "decimal", "difflib", "enum", "errno", "fnmatch", "fractions", "functools",
     "gc", "hashlib", "heapq", "hmac", "inspect", "io", "itertools", "json", "keyword",
     "linecache", "locale", "math", "numbers", "operator", "os", "os.path", "pprint", "queue",
-    "random", "re", "secrets", "signal", "socket", "statistics", "string", "struct",
+    "random", "re", "resource", "secrets", "signal", "socket", "statistics", "string", "struct",
     "subprocess", "sys", "textwrap", "threading", "time", "traceback", "types", "typing",
     "unicodedata", "uuid", "warnings", "weakref", "zlib", "_strptime", "shutil", "tempfile",
     "glob", "pathlib",

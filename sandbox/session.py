@@ -34,12 +34,20 @@ class ZygoteClient:
     def __init__(self, sock: socket.socket, pid: int):
         self.sock = sock
         self.pid = pid
+        self.dead = False
+
+    def _gone(self) -> SpawnError:
+        self.dead = True
+        return SpawnError("the zygote is gone")
 
     def spawn(self, timeout_s: float, memory_mb: int):
-        self.sock.send(SPAWN.pack(b"s", timeout_s, memory_mb))
-        msg, fds, _flags, _addr = socket.recv_fds(self.sock, 1024, 8)
+        try:
+            self.sock.send(SPAWN.pack(b"s", timeout_s, memory_mb))
+            msg, fds, _flags, _addr = socket.recv_fds(self.sock, 1024, 8)
+        except OSError:
+            raise self._gone() from None
         if not msg:
-            raise SpawnError("the zygote is gone")
+            raise self._gone()
         if msg[:1] != b"p" or len(msg) != SPAWNED.size or len(fds) not in (4, 5):
             for fd in fds:
                 os.close(fd)
@@ -47,10 +55,13 @@ class ZygoteClient:
         return SPAWNED.unpack(msg)[1], fds
 
     def reap(self, pid: int) -> dict:
-        self.sock.send(REAP.pack(b"r", pid))
-        msg = self.sock.recv(1024)
+        try:
+            self.sock.send(REAP.pack(b"r", pid))
+            msg = self.sock.recv(1024)
+        except OSError:
+            raise self._gone() from None
         if not msg:
-            raise SpawnError("the zygote is gone")
+            raise self._gone()
         if msg[:1] != b"R" or len(msg) != REAPED.size:
             raise SpawnError(f"zygote could not reap child {pid}: {msg[1:].decode(errors='replace')}")
         _, status, cpu_s, maxrss_kb, minflt = REAPED.unpack(msg)

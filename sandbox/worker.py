@@ -20,6 +20,14 @@ import time
 import traceback
 
 
+def _exited(pid: int, block: bool = False) -> bool:
+    try:
+        done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done == pid
+
+
 def main(argv: list[str]) -> None:
     cmd_fd, res_fd = int(argv[0]), int(argv[1])
     # Imports after argv parsing so that a bad invocation fails fast.
@@ -96,10 +104,12 @@ def main(argv: list[str]) -> None:
             except Exception as e:  # a bug on our side: never blame the submission
                 v = Verdict.sandbox_error(f"internal error: {type(e).__name__}: {e}\n{traceback.format_exc()}",
                                           time.monotonic() - t0)
-                if isinstance(e, (OSError, ConnectionError)) and zclient is not None:
-                    # the zygote may be gone; let the pool replace this worker
-                    write_frame(res_fd, v.to_dict())
-                    break
+            if zpid and (zclient.dead or _exited(zpid)):
+                # The zygote is gone (killed from outside, or crashed): this worker cannot run
+                # anything any more. Ask the pool to replace it and to retry the job.
+                write_frame(res_fd, {"retry": True, "reason": "the sandbox zygote exited"})
+                zpid = None
+                break
             write_frame(res_fd, v.to_dict())
     finally:
         if zclient is not None:

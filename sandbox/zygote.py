@@ -308,7 +308,7 @@ class Zygote:
             except BaseException:
                 pass
             os._exit(SETUP_FAILED)
-        harness.start(self.chan)  # never returns
+        harness.start(self.chan, self.filter is not None)  # never returns
 
 
 def _force_rmtree(path: str) -> None:

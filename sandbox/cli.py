@@ -1,0 +1,98 @@
+"""Command line: ``python -m sandbox check ...`` / ``python -m sandbox run ...``.
+
+Prints one verdict (``--json``: a JSON object). Exit status 0 whenever the
+submission ran, whatever the verdict; 2 for bad input (named in the message).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .config import SandboxConfig
+from .pool import SandboxPool
+
+
+class BadInput(Exception):
+    pass
+
+
+def _read(path: str, what: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise BadInput(f"{what}: file not found: {path}") from None
+    except IsADirectoryError:
+        raise BadInput(f"{what}: is a directory, not a file: {path}") from None
+    except UnicodeDecodeError as e:
+        raise BadInput(f"{what}: not UTF-8 text: {path} ({e.reason})") from None
+    except OSError as e:
+        raise BadInput(f"{what}: cannot read {path}: {e.strerror}") from None
+
+
+def _positive(kind):
+    def conv(s: str):
+        try:
+            v = kind(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+        if not v > 0:
+            raise argparse.ArgumentTypeError(f"must be > 0: {s!r}")
+        return v
+    return conv
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m sandbox", description="Run untrusted Python in the CAPA sandbox.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("check", help="run a HumanEval-style test (check(candidate)) against a submission")
+    c.add_argument("--code", required=True, help="file with the submission's code")
+    c.add_argument("--test", required=True, help="file defining check(candidate)")
+    c.add_argument("--entry-point", required=True, help="name of the submission's function under test")
+    c.add_argument("--prelude", help="optional trusted helper source the test may use (e.g. the task prompt)")
+    r = sub.add_parser("run", help="run a whole program; passed if it exits with status 0")
+    r.add_argument("program", help="the program file")
+    for sp in (c, r):
+        sp.add_argument("--timeout", type=_positive(float), default=10.0, help="seconds (default 10)")
+        sp.add_argument("--memory-mb", type=_positive(int), default=1024, help="MiB (default 1024)")
+        sp.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.cmd == "check":
+            if not args.entry_point.strip():
+                raise BadInput("--entry-point: must not be empty")
+            if not args.entry_point.isidentifier():
+                raise BadInput(f"--entry-point: not a Python identifier: {args.entry_point!r}")
+            code = _read(args.code, "--code")
+            test = _read(args.test, "--test")
+            prelude = _read(args.prelude, "--prelude") if args.prelude else None
+        else:
+            program = _read(args.program, "program")
+    except BadInput as e:
+        print(f"python -m sandbox {args.cmd}: error: {e}", file=sys.stderr)
+        return 2
+    with SandboxPool(workers=1, config=SandboxConfig()) as pool:
+        if args.cmd == "check":
+            v = pool.check(code, test, args.entry_point, args.timeout, args.memory_mb, prelude)
+        else:
+            v = pool.run(program, args.timeout, args.memory_mb)
+    if args.json:
+        print(json.dumps(v.to_dict()))
+    else:
+        print(f"status: {v.status}")
+        if v.failure:
+            print(f"failure: {v.failure.type}: {v.failure.message}")
+            if v.failure.line:
+                print(f"line: {v.failure.line}")
+        print(f"wall: {v.wall_s:.3f} s")
+        if v.stdout:
+            print("--- stdout ---\n" + v.stdout.rstrip("\n"))
+        if v.stderr:
+            print("--- stderr ---\n" + v.stderr.rstrip("\n"))
+    return 0
