@@ -19,6 +19,9 @@ class SandboxConfig:
     net_namespace: bool = True      # private network namespace with no interfaces but lo
     pid_namespace: bool = True      # submission is pid 1 of its own pid namespace: all it started dies with it
     scratch_tmpfs: bool = True      # scratch dirs live on a size-limited tmpfs in a private mount namespace
+    # --- speed -----------------------------------------------------------
+    prestart_child: bool = False    # keep one child started ahead while the worker waits (lower latency,
+                                    # no throughput gain measured: off by default)
     # --- caps ------------------------------------------------------------
     uid_base: int = 1_500_000_000   # submission uid = uid_base + zygote pid (one unused uid per worker)
     output_cap_bytes: int = 64 * 1024   # per stream (stdout, stderr)

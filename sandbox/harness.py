@@ -13,16 +13,19 @@ import io
 import linecache
 import marshal
 import os
+import resource
 import sys
 import threading
 import traceback
 
 from . import plaindata
+from .limits import Limits, apply_rlimits, job_rlimits
 from .protocol import encode_frame, read_frame
 
 REQ_FD = 3   # judge -> child requests
 REP_FD = 4   # child -> judge replies and events
 
+SETUP_FAILED_CODE = 70
 SUBMISSION_FILE = "<submission>"
 PROGRAM_FILE = "<program>"
 
@@ -163,13 +166,33 @@ def _audit_hook_factory(chan: Channel, h: "Harness"):
 
 
 class Harness:
-    def __init__(self, chan: Channel):
+    def __init__(self, chan: Channel, base_vm: int = 0):
         self.chan = chan
         self.ns: dict | None = None
         self.seq = 0   # number of calls started so far (0 while loading)
+        self.base_vm = base_vm
+        self.limited = False
+
+    def apply_job_limits(self, msg) -> dict | None:
+        """Set the job's address-space and CPU limits (once, before any submission code runs)."""
+        if self.limited:
+            return None
+        try:
+            r = resource.getrusage(resource.RUSAGE_SELF)
+            plan = job_rlimits(Limits(float(msg["timeout_s"]), int(msg["memory_mb"])), self.base_vm,
+                               r.ru_utime + r.ru_stime)
+            apply_rlimits(plan)
+        except BaseException as e:
+            return {"ok": False, "exc": {"type": "SandboxSetupError", "message": f"rlimits: {e}", "errno": None,
+                                         "line": None, "lineno": None}}
+        self.limited = True
+        return None
 
     # -- ops ----------------------------------------------------------------
     def load(self, msg) -> dict:
+        failed = self.apply_job_limits(msg)
+        if failed:
+            return failed
         code = msg["code"]
         entry = msg["entry_point"]
         linecache.cache[SUBMISSION_FILE] = (len(code), None, code.splitlines(True), SUBMISSION_FILE)
@@ -236,6 +259,11 @@ class Harness:
     def run_program(self, msg):
         """Run a whole program as __main__, then exit with its status (never returns)."""
         program = msg["program"]
+        failed = self.apply_job_limits(msg)
+        if failed:
+            self.chan.send({"exc": failed["exc"]})
+            _flush()
+            os._exit(SETUP_FAILED_CODE)
         linecache.cache[PROGRAM_FILE] = (len(program), None, program.splitlines(True), PROGRAM_FILE)
         sys.argv[:] = ["program.py"]
         ns = {"__name__": "__main__", "__builtins__": builtins, "__file__": "program.py"}
@@ -302,13 +330,13 @@ class Harness:
             chan.send(reply)
 
 
-def start(chan: Channel, report_forbidden: bool = True) -> None:
+def start(chan: Channel, report_forbidden: bool = True, base_vm: int = 0) -> None:
     """Final in-child steps before untrusted code runs (after privileges and seccomp are set).
 
     ``report_forbidden``: report attempts at what the seccomp filter denies (only
     meaningful, and only done, when the filter is active).
     """
-    h = Harness(chan)
+    h = Harness(chan, base_vm)
     if report_forbidden:
         sys.addaudithook(_audit_hook_factory(chan, h))
     h.serve()

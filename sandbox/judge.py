@@ -213,9 +213,9 @@ def _exc_status(e: RemoteError) -> str:
 class CheckRun:
     """One HumanEval-style check: child session + trusted test run."""
 
-    def __init__(self, zygote, cfg, code: str, test: str, entry_point: str, timeout_s: float,
+    def __init__(self, spawner, cfg, code: str, test: str, entry_point: str, timeout_s: float,
                  memory_mb: int, prelude: str | None = None, prefetch_calls: bool = True):
-        self.zygote = zygote
+        self.spawner = spawner
         self.cfg = cfg
         self.code = code
         self.test = test
@@ -312,8 +312,7 @@ class CheckRun:
 
     def _attempt(self, compiled: CompiledTest, use_prefetch: bool, t0: float) -> Verdict:
         try:
-            self.sess = ChildSession(self.zygote, self.timeout_s, self.memory_mb, self.cfg.output_cap_bytes,
-                                     self.cfg.max_message_bytes)
+            self.sess = self.spawner.take()
         except (SpawnError, OSError) as e:
             return Verdict.sandbox_error(f"could not start the sandbox: {e}", time.monotonic() - t0)
         status, failure = self._run(compiled, use_prefetch)
@@ -347,7 +346,8 @@ class CheckRun:
         # 1. queue the load request at once; the child reads it when its setup is done
         try:
             sess.send({"op": "load", "code": self.code, "bytecode": self.bytecode, "entry_point": self.entry,
-                       "names": remote_names + [self.entry]}, self.deadline)
+                       "names": remote_names + [self.entry], "timeout_s": self.timeout_s,
+                       "memory_mb": self.memory_mb}, self.deadline)
         except (ChildGone, ChildTimeout, ChildProtocolError):
             pass  # reported below, from the ready frame
         # 2. meanwhile, the trusted side prepares the test namespace (and predicts the calls)
@@ -387,6 +387,8 @@ class CheckRun:
             return a.status, a.failure
         if load.get("ok") is not True:
             info = _clean_info(load.get("exc"))
+            if info["type"] == "SandboxSetupError":
+                return SANDBOX_ERROR, Failure("SandboxError", info["message"])
             if info["type"] == "MemoryError":
                 return MEMORY, Failure("MemoryError", info["message"] or "out of memory while loading", info["line"])
             st = BLOCKED if info["errno"] == _errno.EPERM else ERROR
@@ -434,8 +436,8 @@ class CheckRun:
 class ProgramRun:
     """Run a whole program; passed when it exits with status 0."""
 
-    def __init__(self, zygote, cfg, program: str, timeout_s: float, memory_mb: int):
-        self.zygote = zygote
+    def __init__(self, spawner, cfg, program: str, timeout_s: float, memory_mb: int):
+        self.spawner = spawner
         self.cfg = cfg
         self.program = program
         self.timeout_s = timeout_s
@@ -446,8 +448,7 @@ class ProgramRun:
         t0 = time.monotonic()
         deadline = t0 + self.timeout_s
         try:
-            sess = ChildSession(self.zygote, self.timeout_s, self.memory_mb, self.cfg.output_cap_bytes,
-                                self.cfg.max_message_bytes)
+            sess = self.spawner.take()
         except (SpawnError, OSError) as e:
             return Verdict.sandbox_error(f"could not start the sandbox: {e}", time.monotonic() - t0)
         status, failure, frames, ready = None, None, [], False
@@ -458,7 +459,8 @@ class ProgramRun:
                                                          f"sandbox setup failed: {str(r.get('setup_error'))[:500]}")
             else:
                 ready = True
-                sess.send({"op": "run", "program": self.program}, deadline)
+                sess.send({"op": "run", "program": self.program, "timeout_s": self.timeout_s,
+                           "memory_mb": self.memory_mb}, deadline)
                 frames = sess.wait_exit(deadline)
         except ChildTimeout:
             status, failure = (TIMEOUT, Failure("Timeout", f"time limit of {self.timeout_s:g} s exceeded")) if ready \
@@ -480,6 +482,8 @@ class ProgramRun:
                 status, failure = SANDBOX_ERROR, Failure("SandboxError", "the sandboxed process failed during setup")
             elif st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0:
                 status, failure = PASSED, None
+            elif exc is not None and exc["type"] == "SandboxSetupError":
+                status, failure = SANDBOX_ERROR, Failure("SandboxError", exc["message"])
             elif exc is not None and st is not None and os.WIFEXITED(st):
                 if exc["type"] == "MemoryError":
                     status = MEMORY

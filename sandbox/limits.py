@@ -47,15 +47,16 @@ def shared_rlimits(cfg) -> dict[int, int]:
     }
 
 
-def job_rlimits(limits: Limits, base_vm_bytes: int) -> dict[int, int]:
-    """Per-job limits, set in the child.
+def job_rlimits(limits: Limits, base_vm_bytes: int, cpu_used_s: float = 0.0) -> dict[int, int]:
+    """Per-job limits, set by the child itself before any submission code runs.
 
     The address-space limit is the interpreter's own size at fork time plus
     ``memory_mb``, so ``memory_mb`` is what the submission itself may allocate.
+    The CPU limit counts from the CPU time the (pre-started) child has used so far.
     """
     return {
         resource.RLIMIT_AS: base_vm_bytes + limits.memory_mb * MiB,
-        resource.RLIMIT_CPU: cpu_limit_s(limits.timeout_s),
+        resource.RLIMIT_CPU: cpu_limit_s(cpu_used_s + limits.timeout_s),
     }
 
 

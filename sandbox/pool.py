@@ -163,9 +163,23 @@ class SandboxPool:
     def layers(self) -> dict[str, bool]:
         return dict(self._all[0].info.get("layers", {})) if self._all else {}
 
-    def worker_info(self) -> list[dict]:
-        with self._lock:
-            return [dict(w.info) for w in self._all if not w.dead]
+    def worker_info(self, live: bool = False) -> list[dict]:
+        """What each worker reported at start: pids, sandbox uid, scratch dir, active layers.
+
+        ``live=True`` asks every worker (waiting for idle ones) and adds its spare child
+        (``spare_pid``, ``spare_scratch``): the one started ahead for the next job.
+        """
+        if not live:
+            with self._lock:
+                return [dict(w.info) for w in self._all if not w.dead]
+        taken = []
+        try:
+            for _ in range(self.size):
+                taken.append(self._idle.get())
+            return [w.request({"op": "info"}, STARTUP_TIMEOUT_S) for w in taken if not w.dead]
+        finally:
+            for w in taken:
+                self._idle.put(w)
 
     # -- jobs ---------------------------------------------------------------
     def _execute(self, job: dict, timeout_s: float) -> Verdict:

@@ -54,6 +54,12 @@ def build_bpf() -> bytes:
 
     f = sc.SyscallFilter(sc.ALLOW)
     f.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
+    try:
+        # Binary-tree layout: a shorter path per syscall, and the kernel attaches it
+        # (per child) noticeably faster than the default linear list.
+        f.set_attr(sc.Attr.CTL_OPTIMIZE, 2)
+    except OSError:
+        pass
     native = sc.Arch.NATIVE
 
     def nr(name: str) -> int | None:

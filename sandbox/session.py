@@ -40,9 +40,9 @@ class ZygoteClient:
         self.dead = True
         return SpawnError("the zygote is gone")
 
-    def spawn(self, timeout_s: float, memory_mb: int):
+    def spawn(self):
         try:
-            self.sock.send(SPAWN.pack(b"s", timeout_s, memory_mb))
+            self.sock.send(SPAWN.pack(b"s"))
             msg, fds, _flags, _addr = socket.recv_fds(self.sock, 1024, 8)
         except OSError:
             raise self._gone() from None
@@ -52,7 +52,8 @@ class ZygoteClient:
             for fd in fds:
                 os.close(fd)
             raise SpawnError(f"zygote could not spawn a child: {msg[1:].decode(errors='replace')}")
-        return SPAWNED.unpack(msg)[1], fds
+        _, pid, jobno = SPAWNED.unpack(msg)
+        return pid, jobno, fds
 
     def reap(self, pid: int) -> dict:
         try:
@@ -93,10 +94,10 @@ _OUT = select.POLLOUT
 
 
 class ChildSession:
-    def __init__(self, zygote: ZygoteClient, timeout_s: float, memory_mb: int, output_cap: int,
-                 max_message: int):
+    def __init__(self, zygote: ZygoteClient, output_cap: int, max_message: int):
         self.zygote = zygote
-        self.pid, fds = zygote.spawn(timeout_s, memory_mb)
+        self.pid, jobno, fds = zygote.spawn()
+        self.scratch_name = f"j{jobno}"
         self.req, self.rep, self.out, self.err = fds[:4]
         self.pidfd = fds[4] if len(fds) == 5 else None
         for fd in (self.req, self.rep, self.out, self.err):
@@ -241,6 +242,14 @@ class ChildSession:
                 raise ChildGone()
             self._pump_once(deadline)
 
+    def is_dead(self) -> bool:
+        """Has the child already exited (e.g. a spare whose zygote was killed)?"""
+        if self.exited:
+            return True
+        if self.pidfd is not None:
+            return bool(select.select([self.pidfd], [], [], 0)[0])
+        return False
+
     def forbidden(self, upto: int | None = None) -> list[str]:
         """Forbidden actions reported, optionally only those from calls numbered <= upto."""
         out: list[str] = []
@@ -300,3 +309,34 @@ class ChildSession:
                     os.close(fd)
                 except OSError:
                     pass
+
+
+class Spawner:
+    """Hands out children; keeps one spare, started while the worker waits for its next job."""
+
+    def __init__(self, zygote: ZygoteClient, output_cap: int, max_message: int):
+        self.zygote = zygote
+        self.output_cap = output_cap
+        self.max_message = max_message
+        self.spare: ChildSession | None = None
+
+    def _new(self) -> ChildSession:
+        return ChildSession(self.zygote, self.output_cap, self.max_message)
+
+    def take(self) -> ChildSession:
+        s, self.spare = self.spare, None
+        if s is not None and not s.is_dead():
+            return s
+        if s is not None:
+            try:
+                s.finish(None)
+            except (SpawnError, OSError):
+                pass
+        return self._new()
+
+    def refill(self) -> None:
+        if self.spare is None and not self.zygote.dead:
+            try:
+                self.spare = self._new()
+            except (SpawnError, OSError):
+                self.spare = None

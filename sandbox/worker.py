@@ -39,7 +39,7 @@ def main(argv: list[str]) -> None:
     missing = preload(cfg.preload_extra)
 
     from . import judge, seccomp_filter
-    from .session import ZygoteClient
+    from .session import Spawner, ZygoteClient
     from .verdict import Verdict
     from .zygote import recv_msg, zygote_main
 
@@ -76,6 +76,9 @@ def main(argv: list[str]) -> None:
     hello["fatal"] = fatal
     write_frame(res_fd, hello)
     layers = hello.get("layers", {})
+    spawner = Spawner(zclient, cfg.output_cap_bytes, cfg.max_message_bytes) if zclient else None
+    if spawner and cfg.prestart_child:
+        spawner.refill()
 
     try:
         while True:
@@ -87,17 +90,19 @@ def main(argv: list[str]) -> None:
                 if fatal is not None:
                     v = Verdict.sandbox_error(fatal)
                 elif job["op"] == "check":
-                    run = judge.CheckRun(zclient, cfg, job["code"], job["test"], job["entry_point"],
+                    run = judge.CheckRun(spawner, cfg, job["code"], job["test"], job["entry_point"],
                                          float(job["timeout_s"]), int(job["memory_mb"]), job.get("prelude"))
                     run.layers = layers
                     v = run.execute()
                 elif job["op"] == "run":
-                    run = judge.ProgramRun(zclient, cfg, job["program"], float(job["timeout_s"]),
+                    run = judge.ProgramRun(spawner, cfg, job["program"], float(job["timeout_s"]),
                                            int(job["memory_mb"]))
                     run.layers = layers
                     v = run.execute()
                 elif job["op"] == "info":
-                    write_frame(res_fd, hello)
+                    spare = spawner.spare if spawner else None
+                    write_frame(res_fd, dict(hello, spare_pid=spare.pid if spare else None,
+                                             spare_scratch=spare.scratch_name if spare else None))
                     continue
                 else:
                     v = Verdict.sandbox_error(f"unknown job op {job.get('op')!r}")
@@ -111,6 +116,8 @@ def main(argv: list[str]) -> None:
                 zpid = None
                 break
             write_frame(res_fd, v.to_dict())
+            if spawner and cfg.prestart_child:
+                spawner.refill()  # the next child starts while the pool prepares the next job
     finally:
         if zclient is not None:
             zclient.sock.close()

@@ -31,12 +31,12 @@ import sys
 
 from . import harness, namespaces
 from .config import SandboxConfig
-from .limits import Limits, apply_rlimits, job_rlimits, shared_rlimits, vm_size_bytes
+from .harness import SETUP_FAILED_CODE as SETUP_FAILED
+from .limits import apply_rlimits, shared_rlimits, vm_size_bytes
 from .protocol import encode_frame, write_frame
 
 SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
             "TMPDIR": "/", "PYTHONIOENCODING": "utf-8"}
-SETUP_FAILED = 70
 MSG_MAX = 1 << 16
 SOCK_FD = 3
 _READY = encode_frame({"ready": True})
@@ -44,8 +44,8 @@ _READY = encode_frame({"ready": True})
 
 # Per-job messages are fixed-size structs (the zygote's own work between forks is kept
 # tiny: every page it touches while a child is alive costs a copy-on-write fault).
-SPAWN = struct.Struct("<cdI")     # b"s", timeout_s, memory_mb
-SPAWNED = struct.Struct("<ci")    # b"p", pid          (+ fds)
+SPAWN = struct.Struct("<c")       # b"s"
+SPAWNED = struct.Struct("<cii")   # b"p", pid, job number (scratch dir j<N>)   (+ fds)
 REAP = struct.Struct("<ci")       # b"r", pid
 REAPED = struct.Struct("<cidqq")  # b"R", wait status, cpu seconds, maxrss KiB, minor faults
 # errors: b"e" + utf-8 text
@@ -176,8 +176,8 @@ class Zygote:
                 os._exit(0)
             try:
                 if msg[:1] == b"s":
-                    _, timeout_s, memory_mb = SPAWN.unpack(msg)
-                    self._spawn(timeout_s, memory_mb)
+                    SPAWN.unpack(msg)
+                    self._spawn()
                 elif msg[:1] == b"r":
                     sock.send(self._reap(REAP.unpack(msg)[1]))
                 else:
@@ -192,8 +192,9 @@ class Zygote:
             except Exception:
                 pass
 
-    def _spawn(self, timeout_s: float, memory_mb: int) -> None:
-        plan = job_rlimits(Limits(timeout_s, memory_mb), self.base_vm)
+    def _spawn(self) -> None:
+        """Start a child. Its per-job limits (memory, CPU) are set by the child itself when the
+        job arrives, so a worker can keep one child ready before it knows the next job."""
         self.jobs += 1
         scratch = f"{self.base}/j{self.jobs}"
         os.mkdir(scratch, 0o700)
@@ -211,7 +212,7 @@ class Zygote:
                 pid = namespaces.raw_fork()
                 if pid == 0:
                     try:
-                        self._child(scratch, plan, (self.devnull, out_w, err_w, req_r, rep_w))
+                        self._child(scratch, (self.devnull, out_w, err_w, req_r, rep_w))
                     finally:
                         os._exit(SETUP_FAILED)
             finally:
@@ -231,7 +232,7 @@ class Zygote:
         except (AttributeError, OSError):
             pass
         try:
-            self.sock.sendmsg([SPAWNED.pack(b"p", pid)],
+            self.sock.sendmsg([SPAWNED.pack(b"p", pid, self.jobs)],
                               [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))])
         finally:
             for fd in fds:
@@ -275,11 +276,12 @@ class Zygote:
         os.waitpid(pid, 0)
 
     # -- in the child (root until privileges are dropped) -------------------
-    def _child(self, scratch: str, plan: dict, fds: tuple[int, int, int, int, int]) -> None:
+    def _child(self, scratch: str, fds: tuple[int, int, int, int, int]) -> None:
         rep_fd = fds[4]
         try:
             os.setsid()
-            random.seed()  # raw_fork skipped CPython's reseed; children must not share a stream
+            # raw_fork skipped CPython's reseed; children must not share a stream
+            random.seed(int.from_bytes(os.urandom(16), "little"))
             # Put devnull and the pipes on fds 0..4 and close everything else (the zygote
             # socket included). Sources are never 0-2, and fd 3 is the zygote socket, so
             # copying in increasing target order never overwrites a source still needed.
@@ -292,7 +294,6 @@ class Zygote:
             if self.chroot:
                 os.chroot(".")
                 os.chdir("/")
-            apply_rlimits(plan)
             if self.uid is not None:
                 os.setresgid(self.uid, self.uid, self.uid)
                 os.setresuid(self.uid, self.uid, self.uid)  # also makes the process non-dumpable
@@ -308,7 +309,7 @@ class Zygote:
             except BaseException:
                 pass
             os._exit(SETUP_FAILED)
-        harness.start(self.chan, self.filter is not None)  # never returns
+        harness.start(self.chan, self.filter is not None, self.base_vm)  # never returns
 
 
 def _force_rmtree(path: str) -> None:

@@ -19,8 +19,9 @@ def only(**on) -> SandboxConfig:
     return SandboxConfig(**{**ALL_OFF, **on})
 
 
-def sandbox_processes(uid_base: int) -> list[tuple[int, str]]:
-    """(pid, name) of every process on the machine running as a sandbox uid."""
+def sandbox_processes(uids) -> list[tuple[int, str]]:
+    """(pid, name) of every process on the machine running as one of `uids`."""
+    uids = set(uids)
     out = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -31,8 +32,8 @@ def sandbox_processes(uid_base: int) -> list[tuple[int, str]]:
         except OSError:
             continue
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        uids = [int(x) for x in fields.get("Uid", "").split()]
-        if uids and any(u >= uid_base for u in uids) and "Z" not in fields.get("State", ""):
+        ids = [int(x) for x in fields.get("Uid", "").split()]
+        if ids and uids & set(ids) and "Z" not in fields.get("State", ""):
             out.append((int(entry), fields.get("Name", "").strip()))
     return out
 
@@ -56,10 +57,21 @@ def scratch_entries(info: dict) -> list[str]:
 
 
 def assert_nothing_left(p: SandboxPool) -> None:
-    infos = p.worker_info()
+    """Nothing a submission started survives its verdict, and its scratch dir is gone.
+
+    Each worker keeps one spare child, started ahead for the next job: it is allowed (it
+    has run no submission code yet), but nothing else is.
+    """
+    infos = p.worker_info(live=True)
     assert infos, "pool has no live workers"
-    procs = sandbox_processes(p.config.uid_base)
+    spares = {i["spare_pid"] for i in infos if i.get("spare_pid")}
+    uids = {i["uid"] for i in infos if i.get("uid") is not None}   # one sandbox uid per worker
+    procs = [(pid, name) for pid, name in sandbox_processes(uids) if pid not in spares]
     assert procs == [], f"processes still running as a sandbox uid: {procs}"
     for info in infos:
-        assert zygote_children(info["zygote_pid"]) == [], "the zygote still has children"
-        assert scratch_entries(info) == [], "a scratch directory was left behind"
+        assert set(zygote_children(info["zygote_pid"])) <= {info.get("spare_pid")}, "the zygote still has children"
+        left = [e for e in scratch_entries(info) if e != info.get("spare_scratch")]
+        assert left == [], f"a scratch directory was left behind: {left}"
+        if info.get("spare_scratch") and IS_ROOT:
+            spare_dir = f"/proc/{info['zygote_pid']}/root{info['scratch_base']}/{info['spare_scratch']}"
+            assert os.listdir(spare_dir) == [], "the spare child's scratch dir is not empty"

@@ -102,3 +102,18 @@ def test_module_level_helpers_use_a_shared_pool():
     assert isinstance(v, Verdict) and v.passed
     assert sandbox.run("print(1)\n").stdout == "1\n"
     assert sandbox.default_pool() is sandbox.default_pool()
+
+
+def test_prestarted_child_is_used_and_nothing_else_is_left(pool_factory):
+    from sandbox_testlib import assert_nothing_left
+
+    from sandbox import SandboxConfig
+    p = pool_factory("prestart", SandboxConfig(prestart_child=True))
+    before = p.worker_info(live=True)[0]["spare_pid"]
+    assert before is not None
+    v = p.check("import os\ndef f(x):\n    print(os.getpid())\n    return x\n",
+                "def check(candidate):\n    assert candidate(1) == 1\n", "f")
+    assert v.status == "passed"
+    after = p.worker_info(live=True)[0]["spare_pid"]
+    assert after is not None and after != before     # the spare ran the job; a new one waits
+    assert_nothing_left(p)
