@@ -16,6 +16,7 @@ MS_PRIVATE = 1 << 18
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
 M_ARENA_MAX = -8
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -55,6 +56,11 @@ def mount_tmpfs(path: str, size_mb: int, nr_inodes: int = 4096) -> None:
 
 def set_pdeathsig(sig: int) -> None:
     _check(_libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+
+
+def set_child_subreaper() -> None:
+    """Orphaned descendants are re-parented to this process instead of init."""
+    _check(_libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(PR_SET_CHILD_SUBREAPER)")
 
 
 def set_dumpable(flag: bool) -> None:

@@ -21,13 +21,13 @@ result) or after a call, size or time budget.
 from __future__ import annotations
 
 import ast
-import json
 import random
 import signal
 import types
 from functools import lru_cache
 
 from . import plaindata
+from .protocol import dumps
 
 MAX_CALLS = 2000
 MAX_BYTES = 2 * 1024 * 1024
@@ -98,7 +98,7 @@ def discovery_code(test: str, filename: str) -> types.CodeType:
 
 
 def call_key(name: str, wire_args, wire_kwargs) -> str:
-    return json.dumps([name, wire_args, wire_kwargs], separators=(",", ":"), allow_nan=True)
+    return dumps([name, wire_args, wire_kwargs])
 
 
 class _Recorder:

@@ -92,6 +92,9 @@ class Zygote:
     def setup(self) -> None:
         cfg = self.cfg
         namespaces.set_pdeathsig(signal.SIGKILL)  # worker gone -> zygote gone -> children gone
+        # Anything a child leaves behind (possible only if fork is: seccomp off and no pid
+        # namespace) is re-parented to the zygote, which then finds, kills and reaps it.
+        namespaces.set_child_subreaper()
         self.layers["net_namespace"] = self._try(cfg.net_namespace, "net_namespace",
                                                  lambda: namespaces.unshare(namespaces.CLONE_NEWNET))
         self.layers["scratch_tmpfs"] = self._try(cfg.scratch_tmpfs, "scratch_tmpfs", self._mount_scratch)
@@ -250,8 +253,8 @@ class Zygote:
         except ProcessLookupError:
             pass
         _, status, ru = os.wait4(pid, 0)
-        if self.pidns_fd is None and self.uid is not None and self.filter is None:
-            self._sweep_uid()  # fork was possible: kill anything left running as the sandbox uid
+        if self.pidns_fd is None and self.filter is None:
+            self._sweep()  # fork was possible: kill whatever the child left running
         try:
             os.rmdir(scratch)
         except OSError:
@@ -260,20 +263,37 @@ class Zygote:
                 _force_rmtree(scratch)
         return REAPED.pack(b"R", status, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, ru.ru_minflt)
 
-    def _sweep_uid(self) -> None:
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.setresgid(self.uid, self.uid, self.uid)
-                os.setresuid(self.uid, self.uid, self.uid)
-                for _ in range(3):
+    def _sweep(self) -> None:
+        """Kill and reap every descendant left over from a finished child.
+
+        Orphans are re-parented to the zygote (it is a child subreaper), so its children
+        other than live jobs are exactly the leftovers. With a sandbox uid, a helper first
+        sends SIGKILL to everything that uid may signal, which also stops a fork loop at once.
+        """
+        for _ in range(100):
+            if self.uid is not None:
+                helper = os.fork()
+                if helper == 0:
                     try:
-                        os.kill(-1, signal.SIGKILL)  # every process this uid may signal, except us
-                    except ProcessLookupError:
-                        break
-            finally:
-                os._exit(0)
-        os.waitpid(pid, 0)
+                        os.setresgid(self.uid, self.uid, self.uid)
+                        os.setresuid(self.uid, self.uid, self.uid)
+                        os.kill(-1, signal.SIGKILL)  # every process of this uid, except the helper
+                    finally:
+                        os._exit(0)
+                os.waitpid(helper, 0)
+            left = [p for p in _children() if p not in self.children]
+            if not left:
+                return
+            for p in left:
+                try:
+                    os.kill(p, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for p in left:
+                try:
+                    os.waitpid(p, 0)
+                except ChildProcessError:
+                    pass
 
     # -- in the child (root until privileges are dropped) -------------------
     def _child(self, scratch: str, fds: tuple[int, int, int, int, int]) -> None:
@@ -310,6 +330,17 @@ class Zygote:
                 pass
             os._exit(SETUP_FAILED)
         harness.start(self.chan, self.filter is not None, self.base_vm)  # never returns
+
+
+def _children() -> list[int]:
+    out: list[int] = []
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/children") as f:
+                out += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return out
 
 
 def _force_rmtree(path: str) -> None:

@@ -240,6 +240,28 @@ def test_double_forked_orphans_are_killed_even_if_fork_were_possible(pool_factor
     assert_nothing_left(p)
 
 
+def test_orphans_are_reaped_with_every_layer_off(pool_factory):
+    """No seccomp, no pid namespace, no uid: the zygote (a child subreaper) still kills the orphans."""
+    from sandbox_testlib import zygote_children
+    p = pool_factory("all-off", only())
+    marker = f"/tmp/capa_orphan_{uuid.uuid4().hex}"
+    body = ("import os, time\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    os.setsid()\n"
+            "    if os.fork() == 0:\n"
+            "        time.sleep(1.5)\n"
+            f"        open({marker!r}, 'w').write('survived')\n"
+            "    os._exit(0)\n"
+            "os.waitpid(pid, 0)\n"
+            "return x")
+    assert check(p, body).status == "passed"
+    assert zygote_children(p.worker_info()[0]["zygote_pid"]) == []
+    import time
+    time.sleep(2.0)
+    assert not os.path.exists(marker)
+
+
 # --- faking a pass ----------------------------------------------------------------
 
 FAKES = {
