@@ -18,17 +18,12 @@ reported rate of each path is its median over the rounds. This is a benchmark, n
 from __future__ import annotations
 
 import argparse
-import contextlib
-import faulthandler
 import inspect
-import io
 import json
 import os
 import platform
-import signal
 import statistics
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing import Manager, Process
