@@ -36,6 +36,7 @@ from .harness import SUBMISSION_FILE
 from .zygote import SETUP_FAILED
 
 TEST_FILE = "<capa-test>"
+SETUP_TIMEOUT_S = 30.0   # for starting a child; the job's own time limit starts when it is ready
 PRELUDE_FILE = "<capa-prelude>"
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _NON_EXCEPTION = ("SystemExit", "KeyboardInterrupt", "GeneratorExit", "BaseException", "BaseExceptionGroup")
@@ -291,7 +292,6 @@ class CheckRun:
     # -- main -----------------------------------------------------------------
     def execute(self) -> Verdict:
         t0 = time.monotonic()
-        self.deadline = t0 + self.timeout_s
         try:
             compiled = compile_test(self.test, self.prelude)
         except SyntaxError as e:
@@ -342,6 +342,9 @@ class CheckRun:
 
     def _run(self, compiled: CompiledTest, use_prefetch: bool) -> tuple[str, Failure | None]:
         sess = self.sess
+        # Starting the child is our business: it gets its own budget, and the job's time
+        # limit runs from the moment the child is ready.
+        self.deadline = time.monotonic() + SETUP_TIMEOUT_S
         remote_names = [n for n in compiled.free_names if n != self.entry]
         # 1. queue the load request at once; the child reads it when its setup is done
         try:
@@ -381,6 +384,7 @@ class CheckRun:
         if ready.get("ready") is not True:
             return SANDBOX_ERROR, Failure("SandboxError", f"sandbox setup failed: {str(ready.get('setup_error'))[:500]}")
         self._ready = True
+        self.deadline = time.monotonic() + self.timeout_s
         try:
             load = self._recv("while loading")
         except Abort as a:
@@ -446,7 +450,7 @@ class ProgramRun:
 
     def execute(self) -> Verdict:
         t0 = time.monotonic()
-        deadline = t0 + self.timeout_s
+        deadline = t0 + SETUP_TIMEOUT_S
         try:
             sess = self.spawner.take()
         except (SpawnError, OSError) as e:
@@ -459,6 +463,7 @@ class ProgramRun:
                                                          f"sandbox setup failed: {str(r.get('setup_error'))[:500]}")
             else:
                 ready = True
+                deadline = time.monotonic() + self.timeout_s
                 sess.send({"op": "run", "program": self.program, "timeout_s": self.timeout_s,
                            "memory_mb": self.memory_mb}, deadline)
                 frames = sess.wait_exit(deadline)

@@ -17,7 +17,9 @@ from .protocol import FrameBuffer, ProtocolError, encode_frame
 from .verdict import Verdict
 
 STARTUP_TIMEOUT_S = 60.0
-JOB_GRACE_S = 30.0   # beyond the job's own timeout, before the pool gives up on a worker
+# A job may run twice (a mispredicted prefetch is redone), each run after a child start of
+# up to 30 s; beyond that the pool gives up on the worker and replaces it.
+JOB_GRACE_S = 90.0
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,7 @@ class SandboxPool:
             try:
                 if w.dead:
                     w = self._replace(w)
-                reply = w.request(job, timeout_s + JOB_GRACE_S)
+                reply = w.request(job, 2 * timeout_s + JOB_GRACE_S)
                 if reply.get("retry"):
                     raise WorkerDied(str(reply.get("reason", "worker asked for a retry")))
                 return Verdict.from_dict(reply)

@@ -372,3 +372,8 @@ def test_mispredicted_calls_are_redone_in_a_fresh_child(clean):
             "    assert candidate(200) == [1, 200]\n")
     v = check(clean, "CALLS.append(x)\nreturn list(CALLS)", test, pre="CALLS = []\n")
     assert v.status == "passed", v
+
+
+def test_tiny_time_limit_is_a_timeout_not_a_sandbox_error(clean):
+    v = check(clean, "import time\ntime.sleep(1)\nreturn x", timeout_s=0.05)
+    assert v.status == "timeout"
