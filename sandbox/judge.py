@@ -94,7 +94,8 @@ def remote_exception(info: dict) -> BaseException:
                 cls = None
         if cls is None:
             cls = type(name, (RemoteError,), {"__module__": "submission"})
-        _remote_classes[name] = cls
+        if len(_remote_classes) < 1000:  # names come from submissions: keep the cache bounded
+            _remote_classes[name] = cls
     try:
         if info["errno"] is not None and issubclass(cls, OSError):
             e = cls(info["errno"], msg)
