@@ -6,6 +6,8 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed-stamp
 EXTRAS ?= local,dev
+# llama-cpp-python builds from source: skip its multimodal (llava/mtmd) library, which CAPA does not use.
+export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
 
 .PHONY: setup test test-fast demo dataset bench clean
 

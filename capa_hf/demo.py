@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cell", default=DEFAULT_CELL)
     p.add_argument("--model", default="llamacpp")
     p.add_argument("--out", default="runs")
-    p.add_argument("--max-tokens", type=int, default=512)
+    p.add_argument("--max-tokens", type=int, default=384)
     args = p.parse_args(argv)
 
     from runners import make_engine
