@@ -74,3 +74,17 @@ def test_empty_cut_off_and_failed_replies_are_turns_not_crashes(tmp_path, capa_d
         # a cut-off reply with an unclosed fence still counts as a (failing) submission
         assert rec["turn_kinds"][1] == "submission" and rec["submissions"][0]["verdict"]["status"] == "error"
     assert summary["overall"]["TTC"]["value"] == 8.0
+
+
+def test_helpers_the_tests_need_come_from_the_task_not_the_submission():
+    """HumanEval/38's test calls encode_cyclic, which only the task's prompt defines."""
+    from capa_hf.humaneval import load_tasks
+    from capa_hf.simulator.extraction import extract_submission
+    from capa_hf.simulator.judge import SandboxJudge
+
+    task = load_tasks()["HumanEval/38"]
+    reply = ("```python\ndef undo(s):\n    groups = [s[3 * i:min(3 * i + 3, len(s))] for i in range((len(s) + 2) // 3)]\n"
+             "    groups = [g[-1] + g[:-1] if len(g) == 3 else g for g in groups]\n    return ''.join(groups)\n```")
+    with SandboxJudge() as judge:
+        verdict = judge.judge(extract_submission(reply, task.entry_point), task)
+    assert verdict["status"] == "passed", verdict

@@ -28,16 +28,18 @@ class SandboxJudge:
         return self._pool
 
     def judge(self, submission: Submission, task: Task) -> dict:
+        # The task's prompt is the trusted prelude: tests such as HumanEval/32 (`poly`) and /38
+        # (`encode_cyclic`) call helpers that the prompt defines and the user never mentions.
         verdict = self.pool.check(submission.code, task.test, submission.candidate,
-                                  timeout_s=self.timeout_s, memory_mb=self.memory_mb)
+                                  timeout_s=self.timeout_s, memory_mb=self.memory_mb, prelude=task.prompt)
         return verdict.to_dict()
 
     def judge_many(self, jobs: list[tuple[Submission, Task]]) -> list[dict]:
         from sandbox import CheckJob
 
         verdicts = self.pool.check_many([
-            CheckJob(code=s.code, test=t.test, entry_point=s.candidate,
-                     timeout_s=self.timeout_s, memory_mb=self.memory_mb) for s, t in jobs
+            CheckJob(code=s.code, test=t.test, entry_point=s.candidate, timeout_s=self.timeout_s,
+                     memory_mb=self.memory_mb, prelude=t.prompt) for s, t in jobs
         ])
         return [v.to_dict() for v in verdicts]
 
