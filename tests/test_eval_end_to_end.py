@@ -103,3 +103,22 @@ def test_killed_run_resumes_without_redoing_sessions(tmp_path, capa_data):
     finished = {json.loads(l)["session_id"] for l in lines[:2]}
     replayed = {r.messages[1][1] for r in fresh.seen}
     assert not replayed & {capa_data.heldout[sid].initial_request for sid in finished}
+
+
+def test_report_compares_runs_and_plots(tmp_path, capa_data):
+    from types import SimpleNamespace
+
+    from capa_hf.evaluation.report import report_cli
+
+    for cond in ("none", "same-user"):
+        run_eval(EvalConfig(model="scripted", condition=cond, cells=(CELL,), limit=2), tmp_path / cond,
+                 engine=assistant(capa_data, "ask" if cond == "none" else "wrong_first"), progress=False,
+                 data=capa_data)
+    out = tmp_path / "report"
+    assert report_cli(SimpleNamespace(runs=[str(tmp_path / "none"), str(tmp_path / "same-user")], out=str(out))) == 0
+    text = (out / "report.md").read_text()
+    assert "| none | scripted | none | 2 |" in text and "| same-user | scripted | same-user | 2 |" in text
+    png = (out / "metrics.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    summary = json.loads((tmp_path / "none" / "summary.json").read_text())
+    assert set(summary["per_mechanism"]) == set(capa_data.cell_history(CELL)[0].mechanisms)
