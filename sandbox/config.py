@@ -22,6 +22,8 @@ class SandboxConfig:
     # --- speed -----------------------------------------------------------
     prestart_child: bool = False    # keep one child started ahead while the worker waits (lower latency,
                                     # no throughput gain measured: off by default)
+    warm_up: bool = True            # run a fixed stand-in job through the child's code paths in the zygote
+                                    # before forking (fewer copy-on-write faults per child)
     # --- caps ------------------------------------------------------------
     uid_base: int = 1_500_000_000   # submission uid = uid_base + zygote pid (one unused uid per worker)
     output_cap_bytes: int = 64 * 1024   # per stream (stdout, stderr)

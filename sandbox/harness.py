@@ -304,30 +304,89 @@ class Harness:
                 os._exit(3)
             if msg is None:
                 os._exit(0)
-            op = msg.get("op")
-            if op == "call":
-                reply = self.call(msg)
-            elif op == "batch":
-                # Prefetched calls: run them in order, one reply each, stop at the first failure.
-                for c in msg.get("calls", ()):
-                    reply = self.call(c)
-                    _flush()
-                    chan.send(reply)
-                    if reply.get("ok") is not True:
-                        break
-                continue
-            elif op == "load":
-                reply = self.load(msg)
-            elif op == "run":
-                self.run_program(msg)
-            elif op == "exit":
+            self.handle(msg)
+
+    def handle(self, msg) -> None:
+        """Answer one request (``run`` and ``exit`` end the process)."""
+        chan = self.chan
+        op = msg.get("op")
+        if op == "call":
+            reply = self.call(msg)
+        elif op == "batch":
+            # Prefetched calls: run them in order, one reply each, stop at the first failure.
+            for c in msg.get("calls", ()):
+                reply = self.call(c)
                 _flush()
-                os._exit(0)
-            else:
-                reply = {"ok": False, "exc": {"type": "ProtocolError", "message": f"unknown op {op!r}",
-                                              "errno": None, "line": None, "lineno": None}}
+                chan.send(reply)
+                if reply.get("ok") is not True:
+                    break
+            return
+        elif op == "load":
+            reply = self.load(msg)
+        elif op == "run":
+            self.run_program(msg)
+        elif op == "exit":
             _flush()
-            chan.send(reply)
+            os._exit(0)
+        else:
+            reply = {"ok": False, "exc": {"type": "ProtocolError", "message": f"unknown op {op!r}",
+                                          "errno": None, "line": None, "lineno": None}}
+        _flush()
+        chan.send(reply)
+
+
+# A fixed, trusted stand-in job (never anything from a real job) that the zygote runs through
+# the child's own code paths before it forks any child. See warm_up().
+_WARM_CODE = (
+    "def warm(a, b=None, *rest, **kw):\n"
+    "    if a == 'raise':\n"
+    "        raise ValueError('warm-up')\n"
+    "    return [a, b, len(rest), sorted(kw), (1, 2.5, 'x', b'y', None, True), {'k': [a]}, {3}, frozenset(),\n"
+    "            1 << 70, -(1 << 70)]\n"
+    "WARM_VALUE = {'a': (1, 2)}\n"
+)
+_WARM_ARGS = (
+    (1, "s"), ([1, 2, 3], (1, "x")), ({"k": 1.5}, {1, 2}), (b"x", None), (frozenset([True, False]), 10 ** 20),
+    (-3, 0.25), (["a", ["b", ["c"]]], ""),
+)
+
+
+def warm_up(rounds: int = 12) -> None:
+    """Run a stand-in job through the child's code paths here, in the zygote, before any fork.
+
+    CPython 3.11 rewrites bytecode as it runs (quickening, inline-cache counters) and fills
+    its global method cache on first use; every such write in a forked child lands on a page
+    shared with the zygote and costs a copy-on-write fault. Running the paths once here (the
+    protocol decode/encode, bytecode loading, plain-data codec, the call loop and the
+    exception report) makes the child's runs of them read-mostly. The stand-in is fixed,
+    trusted code; its namespace and caches are dropped afterwards. Job limits are not applied.
+    """
+    code = compile(_WARM_CODE, SUBMISSION_FILE, "exec", dont_inherit=True)
+    bytecode = base64.b64encode(marshal.dumps(code)).decode("ascii")
+    load = {"op": "load", "code": _WARM_CODE, "bytecode": bytecode, "entry_point": "warm",
+            "names": ["WARM_VALUE", "missing", "warm"], "timeout_s": 1.0, "memory_mb": 1}
+    enc = plaindata.encode
+    calls = [{"name": "warm", "args": enc(list(a)), "kwargs": enc({"k": i} if i % 2 else {})}
+             for i, a in enumerate(_WARM_ARGS)]
+    batch = {"op": "batch", "calls": calls + [{"name": "warm", "args": ["raise"], "kwargs": enc({})}]}
+    single = {"op": "call", "name": "warm", "args": [1, 2, 3], "kwargs": enc({})}
+    req_r, req_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    saved_err = sys.stderr
+    try:
+        sys.stderr = io.StringIO()  # the exception report prints a traceback
+        h = Harness(Channel(req_r, rep_w))
+        h.limited = True
+        for _ in range(rounds):
+            for msg in (load, batch, single):
+                os.write(req_w, encode_frame(msg))
+                h.handle(h.chan.recv())
+                os.read(rep_r, 1 << 20)  # the replies (a few hundred bytes)
+    finally:
+        sys.stderr = saved_err
+        for fd in (req_r, req_w, rep_r, rep_w):
+            os.close(fd)
+        linecache.cache.pop(SUBMISSION_FILE, None)
 
 
 def start(chan: Channel, report_forbidden: bool = True, base_vm: int = 0) -> None:

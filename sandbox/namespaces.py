@@ -26,8 +26,15 @@ _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctype
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 _libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-_libc.fork.argtypes = []
-_libc.fork.restype = ctypes.c_int
+# fork through PyDLL: the GIL stays held (nothing to release and re-take in the child) and no
+# errno bookkeeping runs on the child's way back; errno is read only when fork failed.
+_pylibc = ctypes.PyDLL(None)
+_fork = _pylibc.fork
+_fork.argtypes = []
+_fork.restype = ctypes.c_int
+_errno_location = _pylibc.__errno_location
+_errno_location.argtypes = []
+_errno_location.restype = ctypes.POINTER(ctypes.c_int)
 
 
 def _check(rc: int, what: str) -> None:
@@ -79,10 +86,10 @@ def raw_fork() -> int:
     bookkeeping (re-creating thread locks, re-seeding ``random``, running
     ``os.register_at_fork`` callbacks) costs about half a millisecond per child,
     mostly copy-on-write faults; in a single-threaded process none of it is
-    needed except the reseed, which the child does itself.
+    needed except the reseed, which the zygote does just before each fork.
     """
-    pid = _libc.fork()
+    pid = _fork()
     if pid < 0:
-        e = ctypes.get_errno()
+        e = _errno_location()[0]
         raise OSError(e, f"fork: {os.strerror(e)}")
     return pid

@@ -131,6 +131,8 @@ class Zygote:
         self.fd_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         if self.filter is not None:
             self.filter.set_no_new_privs()
+        if self.cfg.warm_up:
+            harness.warm_up()
         gc.collect()
         gc.freeze()
         self.base_vm = vm_size_bytes()
@@ -208,6 +210,9 @@ class Zygote:
             for _ in range(4):
                 opened.extend(os.pipe())
             req_r, req_w, rep_r, rep_w, out_r, out_w, err_r, err_w = opened
+            # raw_fork skips CPython's after-fork reseed: seed here, before the fork, so each
+            # child starts from its own fresh stream without writing the state itself.
+            random.seed(int.from_bytes(os.urandom(16), "little"))
             use_pidns = self.pidns_fd is not None
             if use_pidns:
                 namespaces.unshare(namespaces.CLONE_NEWPID)
@@ -300,8 +305,6 @@ class Zygote:
         rep_fd = fds[4]
         try:
             os.setsid()
-            # raw_fork skipped CPython's reseed; children must not share a stream
-            random.seed(int.from_bytes(os.urandom(16), "little"))
             # Put devnull and the pipes on fds 0..4 and close everything else (the zygote
             # socket included). Sources are never 0-2, and fd 3 is the zygote socket, so
             # copying in increasing target order never overwrites a source still needed.
