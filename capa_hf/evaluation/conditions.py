@@ -45,12 +45,13 @@ def get_condition(name: str, seed: int = 0) -> Condition:
     return _REGISTRY[name](seed=seed)
 
 
+# Stop sequences for the model under test: a reply ends where it would start to write the next
+# turn of a rendered history (small models continue transcripts they were shown).
+HISTORY_STOPS = ("<user>", "</assistant>", "<session")
+
+
 def render_dialogue(session: Session) -> str:
-    lines = []
-    for t in session.turns:
-        who = "User" if t.role == "user" else "Assistant"
-        lines.append(f"{who}: {t.content}")
-    return "\n\n".join(lines)
+    return "\n".join(f"<{t.role}>\n{t.content}\n</{t.role}>" for t in session.turns)
 
 
 def render_history(sessions: Sequence[Session]) -> str:

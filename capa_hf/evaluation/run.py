@@ -23,7 +23,7 @@ from runners.types import Sampling
 from capa_hf.content import load_controls
 from capa_hf.dataset.load import LoadedDataset, load_capa
 from capa_hf.errors import CapaError
-from capa_hf.evaluation.conditions import get_condition
+from capa_hf.evaluation.conditions import HISTORY_STOPS, get_condition
 from capa_hf.evaluation.metrics import summarize
 from capa_hf.evaluation.summary_md import summary_markdown
 from capa_hf.prompts import prompt_text
@@ -50,7 +50,7 @@ class EvalConfig:
     user: str = "scripted"
 
     def to_dict(self) -> dict:
-        return {"model": self.model, "condition": self.condition, "dataset": self.dataset,
+        return {"stop": list(HISTORY_STOPS), "model": self.model, "condition": self.condition, "dataset": self.dataset,
                 "cells": list(self.cells) if self.cells else None, "limit": self.limit, "seed": self.seed,
                 "max_turns": self.max_turns, "max_tokens": self.max_tokens, "temperature": self.temperature,
                 "user": self.user}
@@ -123,7 +123,8 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
     contexts = condition.contexts(targets, data)
     controls = load_controls()
     base_prompt = prompt_text("assistant_system")
-    sampling = Sampling(temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed)
+    sampling = Sampling(temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed,
+                        stop=HISTORY_STOPS)
     from runners.cache import CompletionCache
     from runners.driver import run_episodes
     from runners.usage import RunStats
