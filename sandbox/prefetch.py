@@ -132,15 +132,20 @@ def _alarm(signum, frame):
     raise StopDiscovery()
 
 
-def discover(test: str, filename: str, prelude_code, entry: str, remote_names, base_ns: dict):
-    """Run the test with asserts stripped and recording stubs; return (calls, keys)."""
+def discover(test: str, filename: str, prelude_code, entry: str, remote_names, base_ns: dict,
+             keep_random_state: bool = True):
+    """Run the test with asserts stripped and recording stubs; return (calls, keys).
+
+    ``keep_random_state``: restore the judge's ``random`` state afterwards, so that the real
+    run draws the same numbers (needed only when the test uses ``random``).
+    """
     try:
         code = discovery_code(test, filename)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return [], []
     rec = _Recorder()
     ns = dict(base_ns)
-    state = random.getstate()
+    state = random.getstate() if keep_random_state else None
     old = signal.getsignal(signal.SIGALRM)
     try:
         try:
@@ -167,5 +172,6 @@ def discover(test: str, filename: str, prelude_code, entry: str, remote_names, b
         signal.signal(signal.SIGALRM, old)
     except StopDiscovery:
         signal.signal(signal.SIGALRM, old)
-    random.setstate(state)
+    if state is not None:
+        random.setstate(state)
     return rec.calls, rec.keys

@@ -31,6 +31,34 @@ def encode_frame(obj) -> bytes:
     return HEADER.pack(len(data)) + data
 
 
+def encode_blob_frame(obj: dict, *blobs: bytes) -> bytes:
+    """A judge -> child frame carrying raw bytes next to a small JSON header.
+
+    Payload: b"\\0", 4-byte JSON length, the JSON (with ``"_blobs"``: the blob lengths),
+    then the blobs back to back. Spares the child decoding large JSON/base64 strings
+    (only the child reads these; frames from the child are always plain JSON).
+    """
+    head = dumps(dict(obj, _blobs=[len(b) for b in blobs])).encode("utf-8", "surrogatepass")
+    payload = b"".join((b"\0", HEADER.pack(len(head)), head) + blobs)
+    return HEADER.pack(len(payload)) + payload
+
+
+def decode_request(data: bytes):
+    """Decode a judge -> child frame: plain JSON, or a blob frame (blobs as memoryviews)."""
+    if data[:1] != b"\0":
+        return decode_payload(data)
+    (n,) = HEADER.unpack_from(data, 1)
+    obj = decode_payload(data[5:5 + n])
+    view = memoryview(data)
+    pos = 5 + n
+    blobs = []
+    for size in obj.pop("_blobs"):
+        blobs.append(view[pos:pos + size])
+        pos += size
+    obj["_blobs"] = blobs
+    return obj
+
+
 def decode_payload(data: bytes):
     try:
         return json.loads(data.decode("utf-8", "surrogatepass"))
@@ -57,7 +85,7 @@ def _read_exact(fd: int, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def read_frame(fd: int, max_bytes: int = 1 << 30):
+def read_frame(fd: int, max_bytes: int = 1 << 30, decode=decode_payload):
     """Blocking read of one frame; None on EOF."""
     head = _read_exact(fd, HEADER.size)
     if head is None:
@@ -68,7 +96,7 @@ def read_frame(fd: int, max_bytes: int = 1 << 30):
     data = _read_exact(fd, n)
     if data is None:
         return None
-    return decode_payload(data)
+    return decode(data)
 
 
 class FrameBuffer:

@@ -1,12 +1,19 @@
-"""Worker-side handle on one sandboxed child: spawn via the zygote, talk, collect output, reap.
+"""Worker-side handle on one sandboxed child: spawn via the zygote, talk, collect output, kill, reap.
 
 All waiting is done with poll() on the child's pipes and its pidfd, with the
 job's deadline as the poll timeout: no sleeps, no polling loops.
+
+A child is killed (SIGKILL from the worker) as soon as its job is decided,
+before the verdict goes out. Reaping it (wait status, removing its scratch
+dir) is the zygote's, and is deferred to the worker's next zygote request when
+the verdict does not depend on how the child ended: usually the request that
+starts the next spare child, right after the verdict was sent.
 """
 from __future__ import annotations
 
 import os
 import select
+import signal
 import socket
 import time
 
@@ -40,20 +47,36 @@ class ZygoteClient:
         self.dead = True
         return SpawnError("the zygote is gone")
 
-    def spawn(self):
+    def spawn(self, reap_first: int = 0):
+        """Start a child (after reaping ``reap_first``, a killed child, when not 0).
+
+        Returns (pid, job number, [req_w, rep_r, out_r, err_r]): our ends of its pipes.
+        """
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        theirs = [out_w, err_w, req_r, rep_w]   # in the order of the child's fds 1-4
+        ours = [req_w, rep_r, out_r, err_r]
         try:
-            self.sock.send(SPAWN.pack(b"s"))
-            msg, fds, _flags, _addr = socket.recv_fds(self.sock, 1024, 8)
+            try:
+                socket.send_fds(self.sock, [SPAWN.pack(b"s", reap_first)], theirs)
+            finally:
+                for fd in theirs:
+                    os.close(fd)
+            msg = self.sock.recv(1024)
         except OSError:
-            raise self._gone() from None
-        if not msg:
-            raise self._gone()
-        if msg[:1] != b"p" or len(msg) != SPAWNED.size or len(fds) not in (4, 5):
-            for fd in fds:
+            for fd in ours:
                 os.close(fd)
+            raise self._gone() from None
+        if not msg or msg[:1] != b"p" or len(msg) != SPAWNED.size:
+            for fd in ours:
+                os.close(fd)
+            if not msg:
+                raise self._gone()
             raise SpawnError(f"zygote could not spawn a child: {msg[1:].decode(errors='replace')}")
         _, pid, jobno = SPAWNED.unpack(msg)
-        return pid, jobno, fds
+        return pid, jobno, ours
 
     def reap(self, pid: int) -> dict:
         try:
@@ -94,12 +117,19 @@ _OUT = select.POLLOUT
 
 
 class ChildSession:
-    def __init__(self, zygote: ZygoteClient, output_cap: int, max_message: int):
+    def __init__(self, zygote: ZygoteClient, output_cap: int, max_message: int, reap_first: int = 0,
+                 kill_group: bool = False):
         self.zygote = zygote
-        self.pid, jobno, fds = zygote.spawn()
+        self.kill_group = kill_group   # no pid namespace: the child's process group is what it started
+        self.pid, jobno, fds = zygote.spawn(reap_first)
         self.scratch_name = f"j{jobno}"
-        self.req, self.rep, self.out, self.err = fds[:4]
-        self.pidfd = fds[4] if len(fds) == 5 else None
+        self.req, self.rep, self.out, self.err = fds
+        try:
+            # Safe against pid reuse: the child stays a zombie until the zygote reaps it,
+            # which it does only when this worker asks.
+            self.pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            self.pidfd = None
         for fd in (self.req, self.rep, self.out, self.err):
             os.set_blocking(fd, False)
         self.stdout = CappedOutput(output_cap)
@@ -118,6 +148,7 @@ class ChildSession:
         self.reaped: dict | None = None
         self.late_frames: list[dict] = []
         self.closed = False
+        self.killed = False
 
     # -- frames ---------------------------------------------------------------
     def _next_frame(self):
@@ -217,9 +248,13 @@ class ChildSession:
             self.exited = True
 
     def send(self, obj, deadline: float) -> None:
+        self.send_frame(encode_frame(obj), deadline)
+
+    def send_frame(self, frame: bytes, deadline: float) -> None:
+        """Send an already encoded frame."""
         if self.exited:
             raise ChildGone()
-        self.outgoing += encode_frame(obj)
+        self.outgoing += frame
         if not self.req_registered:
             try:  # usually the pipe has room: no poll needed
                 n = os.write(self.req, self.outgoing)
@@ -274,27 +309,51 @@ class ChildSession:
                 return frames
             self._pump_once(deadline)
 
-    def finish(self, grace_deadline: float | None) -> dict:
-        """Ask the child to exit (when still alive), wait up to grace_deadline, then kill and reap it."""
+    def kill(self) -> None:
+        """SIGKILL the child (and with a pid namespace, the kernel kills everything it started;
+        without one, its process group). The zygote reaps it later."""
+        if self.killed:
+            return
+        self.killed = True
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if self.kill_group:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _collect_late(self) -> None:
+        self._drain()
+        try:
+            while True:
+                f = self._next_frame()
+                if f is None:
+                    break
+                self.late_frames.append(f)
+        except ChildProtocolError:
+            pass
+
+    def retire(self) -> None:
+        """Kill the child, keep the output it wrote, close our ends. It is left to be reaped."""
+        if self.closed:
+            return
+        try:
+            self.kill()
+            self._collect_late()
+        finally:
+            self.close()
+
+    def finish(self) -> dict:
+        """Kill the child, have the zygote reap it now, and return how it ended."""
         if self.closed:
             return self.reaped or {}
         try:
-            if grace_deadline is not None and not self.exited and time.monotonic() < grace_deadline:
-                try:
-                    self.send({"op": "exit"}, grace_deadline)
-                    self.wait_exit(grace_deadline)
-                except (ChildTimeout, ChildGone, ChildProtocolError):
-                    pass
+            self.kill()
             self.reaped = self.zygote.reap(self.pid)
-            self._drain()
-            try:
-                while True:
-                    f = self._next_frame()
-                    if f is None:
-                        break
-                    self.late_frames.append(f)
-            except ChildProtocolError:
-                pass
+            self._collect_late()
         finally:
             self.close()
         return self.reaped
@@ -314,25 +373,50 @@ class ChildSession:
 class Spawner:
     """Hands out children; keeps one spare, started while the worker waits for its next job."""
 
-    def __init__(self, zygote: ZygoteClient, output_cap: int, max_message: int):
+    def __init__(self, zygote: ZygoteClient, output_cap: int, max_message: int, kill_group: bool = False):
         self.zygote = zygote
         self.output_cap = output_cap
         self.max_message = max_message
+        self.kill_group = kill_group
         self.spare: ChildSession | None = None
+        self.unreaped: list[int] = []   # killed children the zygote has not reaped yet
 
     def _new(self) -> ChildSession:
-        return ChildSession(self.zygote, self.output_cap, self.max_message)
+        while len(self.unreaped) > 1:
+            self.zygote.reap(self.unreaped.pop())
+        old = self.unreaped.pop() if self.unreaped else 0
+        return ChildSession(self.zygote, self.output_cap, self.max_message, reap_first=old,
+                            kill_group=self.kill_group)
 
     def take(self) -> ChildSession:
         s, self.spare = self.spare, None
         if s is not None and not s.is_dead():
             return s
         if s is not None:
-            try:
-                s.finish(None)
-            except (SpawnError, OSError):
-                pass
+            self.release(s)
         return self._new()
+
+    def release(self, sess: ChildSession, need_status: bool = False) -> dict:
+        """End a child after its job: with ``need_status``, reap it now and return how it ended;
+        otherwise kill it and leave the reaping for the next zygote request."""
+        if need_status:
+            return sess.finish()
+        sess.retire()
+        if not sess.reaped:
+            self.unreaped.append(sess.pid)
+        return {}
+
+    def after_job(self, prestart: bool) -> None:
+        """After a verdict went out: reap what was killed, and start the next spare (one zygote
+        round trip for both when ``prestart``)."""
+        try:
+            if prestart and self.spare is None and not self.zygote.dead:
+                self.spare = self._new()
+            while self.unreaped and not self.zygote.dead:
+                self.zygote.reap(self.unreaped.pop())
+        except (SpawnError, OSError):
+            self.spare = None
+            self.unreaped.clear()
 
     def refill(self) -> None:
         if self.spare is None and not self.zygote.dead:

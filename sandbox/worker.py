@@ -76,7 +76,8 @@ def main(argv: list[str]) -> None:
     hello["fatal"] = fatal
     write_frame(res_fd, hello)
     layers = hello.get("layers", {})
-    spawner = Spawner(zclient, cfg.output_cap_bytes, cfg.max_message_bytes) if zclient else None
+    spawner = (Spawner(zclient, cfg.output_cap_bytes, cfg.max_message_bytes,
+                       kill_group=not layers.get("pid_namespace")) if zclient else None)
     if spawner and cfg.prestart_child:
         spawner.refill()
 
@@ -116,8 +117,10 @@ def main(argv: list[str]) -> None:
                 zpid = None
                 break
             write_frame(res_fd, v.to_dict())
-            if spawner and cfg.prestart_child:
-                spawner.refill()  # the next child starts while the pool prepares the next job
+            if spawner:
+                # Reap the job's (already killed) child; start the next one while the pool
+                # prepares the next job.
+                spawner.after_job(cfg.prestart_child)
     finally:
         if zclient is not None:
             zclient.sock.close()

@@ -13,8 +13,10 @@ starts dies with it), a new session, a chroot into its own scratch directory,
 the address-space and CPU rlimits of the job, an unprivileged uid, and the
 seccomp filter (compiled once by the worker, only loaded here).
 
-Zygote <-> worker: JSON messages over a SOCK_SEQPACKET socketpair, with the
-child's pipe ends (and a pidfd) passed as SCM_RIGHTS.
+Zygote <-> worker: fixed-size struct messages over a SOCK_SEQPACKET socketpair
+(JSON only for the one-time hello). The worker creates each child's pipes and
+passes the child's ends along with the spawn request (SCM_RIGHTS); they arrive
+on fds 1-4, where the child needs them, so the child only closes the rest.
 """
 from __future__ import annotations
 
@@ -38,14 +40,18 @@ from .protocol import encode_frame, write_frame
 SAFE_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
             "TMPDIR": "/", "PYTHONIOENCODING": "utf-8"}
 MSG_MAX = 1 << 16
-SOCK_FD = 3
+# The zygote's fd layout: 0 = /dev/null (every child's stdin), 1-4 = free between spawns (a
+# spawn request's four pipe ends land there: the child's stdout, stderr, requests, replies),
+# 5 = the socket to the worker, >= 6 = the zygote's own. A child closes everything from 5 up.
+SOCK_FD = 5
+CHILD_FDS = [1, 2, 3, 4]
 _READY = encode_frame({"ready": True})
 
 
 # Per-job messages are fixed-size structs (the zygote's own work between forks is kept
 # tiny: every page it touches while a child is alive costs a copy-on-write fault).
-SPAWN = struct.Struct("<c")       # b"s"
-SPAWNED = struct.Struct("<cii")   # b"p", pid, job number (scratch dir j<N>)   (+ fds)
+SPAWN = struct.Struct("<ci")      # b"s", pid to reap first (0: none)   + 4 fds: out_w, err_w, req_r, rep_w
+SPAWNED = struct.Struct("<cii")   # b"p", pid, job number (scratch dir j<N>)
 REAP = struct.Struct("<ci")       # b"r", pid
 REAPED = struct.Struct("<cidqq")  # b"R", wait status, cpu seconds, maxrss KiB, minor faults
 # errors: b"e" + utf-8 text
@@ -83,10 +89,10 @@ class Zygote:
         self.pidns_fd: int | None = None
         self.uid: int | None = None
         self.chroot = False
-        self.devnull = -1
         self.fd_limit = 0
         self.base_vm = 0
         self.chan: harness.Channel | None = None
+        self.prepared = None
 
     # -- one-time setup ------------------------------------------------------
     def setup(self) -> None:
@@ -114,7 +120,6 @@ class Zygote:
             self.uid = cfg.uid_base + os.getpid()
             os.setgroups([])
         namespaces.limit_malloc_arenas(1)
-        self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         # Everything children share is prepared once, here, instead of per child:
         # scrubbed environment, fd-based std streams, the import guard (which also
         # hides the sandbox's own modules), the reply channel object, signal
@@ -136,6 +141,7 @@ class Zygote:
         gc.collect()
         gc.freeze()
         self.base_vm = vm_size_bytes()
+        self.prepared = harness.prepare(self.chan, self.filter is not None, self.base_vm)
 
     def _try(self, wanted: bool, name: str, fn) -> bool:
         if not wanted:
@@ -170,25 +176,45 @@ class Zygote:
 
     # -- loop ---------------------------------------------------------------
     def serve(self) -> None:
+        # Everything between a fork and the next blocking recvmsg runs while the new child
+        # shares the zygote's memory, so each page written there costs a copy-on-write fault:
+        # that stretch is kept to a send and a close (no Python-level socket helpers).
         sock = self.sock
+        recvmsg = sock.recvmsg
+        send = sock.send
+        anc_size = socket.CMSG_LEN(4 * 4)
         while True:
             try:
-                msg = sock.recv(64)
+                msg, anc, _flags, _addr = recvmsg(64, anc_size)
             except OSError:
-                msg = b""
+                msg, anc = b"", []
+            fds = _received_fds(anc)
             if not msg:
                 self._shutdown()
                 os._exit(0)
             try:
                 if msg[:1] == b"s":
-                    SPAWN.unpack(msg)
-                    self._spawn()
+                    old = SPAWN.unpack(msg)[1]
+                    if old:  # the previous child, killed by the worker before its verdict
+                        try:
+                            self._reap(old)
+                        except Exception:
+                            pass
+                    reply = self._spawn(fds)
+                    fds = None
+                    send(reply)
                 elif msg[:1] == b"r":
-                    sock.send(self._reap(REAP.unpack(msg)[1]))
+                    send(self._reap(REAP.unpack(msg)[1]))
                 else:
-                    sock.send(b"eunknown request")
+                    send(b"eunknown request")
             except Exception as e:
-                sock.send(b"e" + f"{type(e).__name__}: {e}".encode()[:1000])
+                send(b"e" + f"{type(e).__name__}: {e}".encode()[:1000])
+            finally:
+                if fds:
+                    os.closerange(1, 5)
+                    for fd in fds:
+                        if fd > 4:
+                            os.close(fd)
 
     def _shutdown(self) -> None:
         for pid in list(self.children):
@@ -197,54 +223,46 @@ class Zygote:
             except Exception:
                 pass
 
-    def _spawn(self) -> None:
-        """Start a child. Its per-job limits (memory, CPU) are set by the child itself when the
-        job arrives, so a worker can keep one child ready before it knows the next job."""
+    def _spawn(self, fds: list[int]) -> bytes:
+        """Start a child on the pipe ends just received (fds 1-4). Its per-job limits (memory,
+        CPU) are set by the child itself when the job arrives, so a worker can keep one child
+        ready before it knows the next job."""
+        if len(fds) != 4:
+            raise ValueError(f"spawn needs 4 fds, got {len(fds)}")
+        if fds != CHILD_FDS:
+            _place(fds)
         self.jobs += 1
-        scratch = f"{self.base}/j{self.jobs}"
+        jobno = self.jobs
+        scratch = f"{self.base}/j{jobno}"
         os.mkdir(scratch, 0o700)
-        opened: list[int] = []
         try:
             if self.uid is not None:
                 os.chown(scratch, self.uid, self.uid)
-            for _ in range(4):
-                opened.extend(os.pipe())
-            req_r, req_w, rep_r, rep_w, out_r, out_w, err_r, err_w = opened
             # raw_fork skips CPython's after-fork reseed: seed here, before the fork, so each
             # child starts from its own fresh stream without writing the state itself.
-            random.seed(int.from_bytes(os.urandom(16), "little"))
-            use_pidns = self.pidns_fd is not None
-            if use_pidns:
+            # (random.seed() with no argument, minus the Python-level wrapper: a full state
+            # from os.urandom.)
+            _reseed(_random_inst)
+            _random_inst.gauss_next = None
+            if self.pidns_fd is not None:
+                # A fresh pid namespace for this child only. (pid_for_children is pointed back
+                # at our own namespace first -- it still names the previous child's -- so that
+                # nothing of this runs after the fork.)
+                namespaces.setns(self.pidns_fd, namespaces.CLONE_NEWPID)
                 namespaces.unshare(namespaces.CLONE_NEWPID)
-            try:
-                pid = namespaces.raw_fork()
-                if pid == 0:
-                    try:
-                        self._child(scratch, (self.devnull, out_w, err_w, req_r, rep_w))
-                    finally:
-                        os._exit(SETUP_FAILED)
-            finally:
-                if use_pidns:
-                    namespaces.setns(self.pidns_fd, namespaces.CLONE_NEWPID)
+            pid = namespaces.raw_fork()
+            if pid == 0:
+                try:
+                    self._child(scratch)
+                finally:
+                    os._exit(SETUP_FAILED)
         except BaseException:
-            for fd in opened:
-                os.close(fd)
+            os.closerange(1, 5)
             shutil.rmtree(scratch, ignore_errors=True)
             raise
-        for fd in (out_w, err_w, req_r, rep_w):
-            os.close(fd)
+        os.closerange(1, 5)  # the child's ends stay with the child only
         self.children[pid] = scratch
-        fds = [req_w, rep_r, out_r, err_r]
-        try:
-            fds.append(os.pidfd_open(pid))
-        except (AttributeError, OSError):
-            pass
-        try:
-            self.sock.sendmsg([SPAWNED.pack(b"p", pid, self.jobs)],
-                              [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))])
-        finally:
-            for fd in fds:
-                os.close(fd)
+        return SPAWNED.pack(b"p", pid, jobno)
 
     def _reap(self, pid: int) -> bytes:
         scratch = self.children.pop(pid, None)
@@ -301,22 +319,18 @@ class Zygote:
                     pass
 
     # -- in the child (root until privileges are dropped) -------------------
-    def _child(self, scratch: str, fds: tuple[int, int, int, int, int]) -> None:
-        rep_fd = fds[4]
+    def _child(self, scratch: str) -> None:
+        rep_fd = harness.REP_FD
         try:
             os.setsid()
-            # Put devnull and the pipes on fds 0..4 and close everything else (the zygote
-            # socket included). Sources are never 0-2, and fd 3 is the zygote socket, so
-            # copying in increasing target order never overwrites a source still needed.
-            for target, src in enumerate(fds):
-                if src != target:
-                    os.dup2(src, target, inheritable=False)
-            rep_fd = harness.REP_FD
+            # fds 0-4 are already in place (devnull and the pipes); drop everything else,
+            # the zygote socket included.
             os.closerange(5, self.fd_limit)
-            os.chdir(scratch)
             if self.chroot:
-                os.chroot(".")
+                os.chroot(scratch)
                 os.chdir("/")
+            else:
+                os.chdir(scratch)
             if self.uid is not None:
                 os.setresgid(self.uid, self.uid, self.uid)
                 os.setresuid(self.uid, self.uid, self.uid)  # also makes the process non-dumpable
@@ -332,7 +346,32 @@ class Zygote:
             except BaseException:
                 pass
             os._exit(SETUP_FAILED)
-        harness.start(self.chan, self.filter is not None, self.base_vm)  # never returns
+        harness.start(self.prepared)  # never returns
+
+
+_random_inst = random._inst
+_reseed = random.Random.__mro__[1].seed   # _random.Random.seed, the C method
+
+
+def _received_fds(anc) -> list[int]:
+    fds: list[int] = []
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds += struct.unpack(f"{len(data) // 4}i", data[:len(data) - len(data) % 4])
+    return fds
+
+
+def _place(fds: list[int]) -> None:
+    """Move received fds onto 1-4 (only needed when 1-4 were not all free on arrival)."""
+    import fcntl
+    tmp = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in fds]
+    for fd in fds:
+        if fd > 4:
+            os.close(fd)
+    for target, fd in zip(CHILD_FDS, tmp):
+        os.dup2(fd, target, inheritable=False)
+        os.close(fd)
+    fds[:] = CHILD_FDS
 
 
 def _children() -> list[int]:
@@ -365,17 +404,18 @@ def zygote_main(sock: socket.socket, cfg: SandboxConfig, seccomp_filter, scratch
             os.dup2(fd, SOCK_FD)
             os.close(fd)
         sock = socket.socket(fileno=SOCK_FD)
-        for std in (0, 1, 2):  # the child's fd shuffle relies on 0-2 being taken
-            try:
-                os.fstat(std)
-            except OSError:
-                nul = os.open(os.devnull, os.O_RDWR)
-                if nul != std:
-                    os.dup2(nul, std)
-                    os.close(nul)
         os.closerange(SOCK_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        # fd 0: /dev/null for every child's stdin; fds 1-4 stay occupied (by /dev/null) during
+        # setup so that nothing opened here lands there, and are freed before the first spawn.
+        nul = os.open(os.devnull, os.O_RDONLY)
+        for target in range(5):
+            if nul != target:
+                os.dup2(nul, target)
+        if nul > 4:
+            os.close(nul)
         z = Zygote(sock, cfg, seccomp_filter, scratch_base)
         z.setup()
+        os.closerange(1, 5)
         send_msg(sock, z.hello())
         z.serve()
     except BaseException as e:

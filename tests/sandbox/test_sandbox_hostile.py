@@ -256,7 +256,9 @@ def test_orphans_are_reaped_with_every_layer_off(pool_factory):
             "os.waitpid(pid, 0)\n"
             "return x")
     assert check(p, body).status == "passed"
-    assert zygote_children(p.worker_info()[0]["zygote_pid"]) == []
+    info = p.worker_info(live=True)[0]
+    # only the spare child, started ahead for the next job, may remain
+    assert set(zygote_children(info["zygote_pid"])) <= {info["spare_pid"]}
     import time
     time.sleep(2.0)
     assert not os.path.exists(marker)
