@@ -19,7 +19,7 @@ import traceback
 
 from . import plaindata
 from .limits import Limits, apply_rlimits, job_rlimits
-from .protocol import decode_request, encode_blob_frame, encode_frame, read_frame
+from .protocol import HEADER, encode_frame, encode_request
 
 REQ_FD = 3   # judge -> child requests
 REP_FD = 4   # child -> judge replies and events
@@ -66,7 +66,22 @@ class Channel:
         self.send_bytes(data)
 
     def recv(self):
-        return read_frame(self.req_fd, decode=decode_request)
+        """The next request from the judge (marshal data, see protocol.encode_request); None at EOF."""
+        fd = self.req_fd
+        head = os.read(fd, 4)
+        while len(head) < 4:
+            more = os.read(fd, 4 - len(head))
+            if not more:
+                return None
+            head += more
+        (n,) = HEADER.unpack(head)
+        data = os.read(fd, n)
+        while len(data) < n:
+            more = os.read(fd, n - len(data))
+            if not more:
+                return None
+            data += more
+        return marshal.loads(data)
 
 
 class _RefuseImports:
@@ -192,12 +207,8 @@ class Harness:
         failed = self.apply_job_limits(msg)
         if failed:
             return failed
-        blobs = msg.get("_blobs")
-        if blobs:  # [marshalled code object, source as UTF-8]
-            bytecode = blobs[0]
-            code = str(blobs[1], "utf-8", "surrogatepass")
-        else:
-            bytecode, code = None, msg["code"]
+        code = msg["code"]
+        bytecode = msg.get("bytecode")
         entry = msg["entry_point"]
         linecache.cache[SUBMISSION_FILE] = (len(code), None, code.splitlines(True), SUBMISSION_FILE)
         try:
@@ -365,8 +376,8 @@ def warm_up(rounds: int = 12) -> None:
     trusted code; its namespace and caches are dropped afterwards. Job limits are not applied.
     """
     code = compile(_WARM_CODE, SUBMISSION_FILE, "exec", dont_inherit=True)
-    load = encode_blob_frame({"op": "load", "entry_point": "warm", "names": ["WARM_VALUE", "missing", "warm"],
-                              "timeout_s": 1.0, "memory_mb": 1}, marshal.dumps(code), _WARM_CODE.encode())
+    load = {"op": "load", "code": _WARM_CODE, "bytecode": marshal.dumps(code), "entry_point": "warm",
+            "names": ["WARM_VALUE", "missing", "warm"], "timeout_s": 1.0, "memory_mb": 1}
     enc = plaindata.encode
     calls = [{"name": "warm", "args": enc(list(a)), "kwargs": enc({"k": i} if i % 2 else {})}
              for i, a in enumerate(_WARM_ARGS)]
@@ -380,8 +391,8 @@ def warm_up(rounds: int = 12) -> None:
         h = Harness(Channel(req_r, rep_w))
         h.limited = True
         for _ in range(rounds):
-            for msg in (load, encode_frame(batch), encode_frame(single)):
-                os.write(req_w, msg)
+            for msg in (load, batch, single):
+                os.write(req_w, encode_request(msg))
                 h.handle(h.chan.recv())
                 os.read(rep_r, 1 << 20)  # the replies (a few hundred bytes)
     finally:

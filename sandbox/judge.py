@@ -32,7 +32,7 @@ from functools import lru_cache
 
 from . import plaindata, prefetch
 from .limits import cpu_limit_s
-from .protocol import encode_blob_frame, encode_frame
+from .protocol import encode_request
 from .session import ChildGone, ChildProtocolError, ChildSession, ChildTimeout, SpawnError
 from .verdict import (BLOCKED, ERROR, FAILED, MEMORY, PASSED, SANDBOX_ERROR, TIMEOUT, Failure, Verdict)
 from .harness import SUBMISSION_FILE
@@ -383,7 +383,7 @@ class CheckRun:
         calls, keys = prefetch.discover(self.test, TEST_FILE, compiled.prelude_code, self.entry, wanted,
                                         {"__name__": "__capa_test__", "__builtins__": builtins},
                                         keep_random_state=compiled.uses_random)
-        frame = encode_frame({"op": "batch", "calls": calls}) if calls else b""
+        frame = encode_request({"op": "batch", "calls": calls}) if calls else b""
         if key is not None:
             _remember_prediction(key, (frame, keys))
         return frame, keys
@@ -396,11 +396,9 @@ class CheckRun:
         remote_names = [n for n in compiled.free_names if n != self.entry]
         # 1. queue the load request at once; the child reads it when its setup is done
         try:
-            sess.send_frame(encode_blob_frame({"op": "load", "entry_point": self.entry,
-                                               "names": remote_names + [self.entry], "timeout_s": self.timeout_s,
-                                               "memory_mb": self.memory_mb},
-                                              self.bytecode, self.code.encode("utf-8", "surrogatepass")),
-                            self.deadline)
+            sess.send({"op": "load", "code": self.code, "bytecode": self.bytecode, "entry_point": self.entry,
+                       "names": remote_names + [self.entry], "timeout_s": self.timeout_s,
+                       "memory_mb": self.memory_mb}, self.deadline)
         except (ChildGone, ChildTimeout, ChildProtocolError):
             pass  # reported below, from the ready frame
         # 2. meanwhile, the trusted side prepares the test namespace (and predicts the calls)

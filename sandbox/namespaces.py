@@ -39,6 +39,9 @@ _setns.restype = ctypes.c_int
 _unshare = _pylibc.unshare
 _unshare.argtypes = [ctypes.c_int]
 _unshare.restype = ctypes.c_int
+_prctl = _pylibc.prctl
+_prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_prctl.restype = ctypes.c_int
 _errno_location = _pylibc.__errno_location
 _errno_location.argtypes = []
 _errno_location.restype = ctypes.POINTER(ctypes.c_int)
@@ -76,7 +79,8 @@ def mount_tmpfs(path: str, size_mb: int, nr_inodes: int = 4096) -> None:
 
 
 def set_pdeathsig(sig: int) -> None:
-    _check(_libc.prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+    if _prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0):   # in every child: the PyDLL route
+        raise _fail("prctl(PR_SET_PDEATHSIG)")
 
 
 def set_child_subreaper() -> None:

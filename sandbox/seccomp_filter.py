@@ -104,19 +104,27 @@ class CompiledFilter:
     def __init__(self, bpf: bytes):
         self._buf = ctypes.create_string_buffer(bpf, len(bpf))
         self._prog = _SockFprog(len(bpf) // 8, ctypes.cast(self._buf, ctypes.c_void_p))
-        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._prog_addr = ctypes.addressof(self._prog)
+        # PyDLL: installing runs in every child, so no GIL release/re-take and no errno
+        # bookkeeping on success (errno is read only after a failure).
+        self._libc = ctypes.PyDLL(None)
         self._prctl = self._libc.prctl
         self._prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
         self._prctl.restype = ctypes.c_int
+        self._errno = getattr(self._libc, "__errno_location")  # (no name mangling)
+        self._errno.argtypes = []
+        self._errno.restype = ctypes.POINTER(ctypes.c_int)
+
+    def _fail(self, what: str) -> OSError:
+        e = self._errno()[0]
+        return OSError(e, f"{what}: {os.strerror(e)}")
 
     def set_no_new_privs(self) -> None:
         """Required before an unprivileged process may load a filter; inherited across fork."""
         if self._prctl(PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
-            e = ctypes.get_errno()
-            raise OSError(e, f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(e)}")
+            raise self._fail("prctl(PR_SET_NO_NEW_PRIVS)")
 
     def install(self) -> None:
         """Load the filter into the calling (single-threaded) process; no_new_privs must be set."""
-        if self._prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(self._prog), 0, 0) != 0:
-            e = ctypes.get_errno()
-            raise OSError(e, f"prctl(PR_SET_SECCOMP): {os.strerror(e)}")
+        if self._prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, self._prog_addr, 0, 0) != 0:
+            raise self._fail("prctl(PR_SET_SECCOMP)")

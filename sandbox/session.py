@@ -17,7 +17,7 @@ import signal
 import socket
 import time
 
-from .protocol import FrameBuffer, ProtocolError, encode_frame
+from .protocol import FrameBuffer, ProtocolError, encode_request
 from .zygote import REAP, REAPED, SPAWN, SPAWNED
 
 
@@ -248,7 +248,7 @@ class ChildSession:
             self.exited = True
 
     def send(self, obj, deadline: float) -> None:
-        self.send_frame(encode_frame(obj), deadline)
+        self.send_frame(encode_request(obj), deadline)
 
     def send_frame(self, frame: bytes, deadline: float) -> None:
         """Send an already encoded frame."""
