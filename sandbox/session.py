@@ -139,6 +139,7 @@ class ChildSession:
         self.exited = False        # the pidfd reported the child's death (or all pipes hit EOF)
         self.open_reads = {self.rep, self.out, self.err}
         self.outgoing = b""
+        self.write_failed = False  # the request pipe is broken (the child is gone)
         self.poller = select.poll()
         for fd in self.open_reads:
             self.poller.register(fd, _IN)
@@ -239,7 +240,10 @@ class ChildSession:
                 except BlockingIOError:
                     pass
                 except OSError:  # EPIPE: the child closed its request pipe or died
-                    raise ChildGone() from None
+                    # Nothing more can be sent; what the child wrote before is still read
+                    # (recv must not fail before it has returned the frames already there).
+                    self.outgoing = b""
+                    self.write_failed = True
             elif fd == self.pidfd:
                 self._mark_exited()
             else:
@@ -252,7 +256,7 @@ class ChildSession:
 
     def send_frame(self, frame: bytes, deadline: float) -> None:
         """Send an already encoded frame."""
-        if self.exited:
+        if self.exited or self.write_failed:
             raise ChildGone()
         self.outgoing += frame
         if not self.req_registered:
@@ -262,11 +266,15 @@ class ChildSession:
             except BlockingIOError:
                 pass
             except OSError:
+                self.outgoing = b""
+                self.write_failed = True
                 raise ChildGone() from None
         while self.outgoing:
             if self.exited:
                 raise ChildGone()
             self._pump_once(deadline)
+        if self.write_failed:
+            raise ChildGone()
 
     def recv(self, deadline: float) -> dict:
         while True:
@@ -316,9 +324,14 @@ class ChildSession:
             return
         self.killed = True
         try:
-            os.kill(self.pid, signal.SIGKILL)
+            if self.pidfd is not None:
+                # through the pidfd: never another process, even if the zygote died and the
+                # child was reaped (and its pid reused) elsewhere
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            else:
+                os.kill(self.pid, signal.SIGKILL)
         except ProcessLookupError:
-            pass
+            return
         if self.kill_group:
             try:
                 os.killpg(self.pid, signal.SIGKILL)
