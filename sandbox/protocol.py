@@ -48,11 +48,22 @@ def encode_request(obj) -> bytes:
     return HEADER.pack(len(data)) + data
 
 
+# The JSON scanner itself (the C one when available), without json.loads' Python-level
+# wrapping (whitespace regexes, BOM check): our frames hold exactly one JSON value.
+_scan_once = json.decoder.JSONDecoder().scan_once
+
+
 def decode_payload(data: bytes):
     try:
-        return json.loads(data.decode("utf-8", "surrogatepass"))
+        text = data.decode("utf-8", "surrogatepass")
+        obj, end = _scan_once(text, 0)
+    except StopIteration:
+        raise ProtocolError("malformed frame: JSONDecodeError") from None
     except (ValueError, RecursionError, UnicodeDecodeError) as e:
         raise ProtocolError(f"malformed frame: {type(e).__name__}") from None
+    if end != len(text):
+        raise ProtocolError("malformed frame: trailing data")
+    return obj
 
 
 def write_frame(fd: int, obj) -> None:
@@ -88,6 +99,9 @@ def read_frame(fd: int, max_bytes: int = 1 << 30):
     return decode_payload(data)
 
 
+_INCOMPLETE = object()
+
+
 class FrameBuffer:
     """Incremental frame parser for non-blocking reads."""
 
@@ -100,15 +114,23 @@ class FrameBuffer:
 
     def pop(self):
         """Next complete frame, or raise LookupError when none is complete yet."""
-        if len(self._buf) < HEADER.size:
+        f = self.pop_or(_INCOMPLETE)
+        if f is _INCOMPLETE:
             raise LookupError
-        (n,) = HEADER.unpack_from(self._buf)
+        return f
+
+    def pop_or(self, default):
+        """Next complete frame, or ``default`` when none is complete yet."""
+        buf = self._buf
+        if len(buf) < 4:
+            return default
+        (n,) = HEADER.unpack_from(buf)
         if n > self.max_bytes:
             raise ProtocolError(f"frame of {n} bytes exceeds the {self.max_bytes}-byte limit")
-        if len(self._buf) < HEADER.size + n:
-            raise LookupError
-        data = bytes(self._buf[HEADER.size:HEADER.size + n])
-        del self._buf[:HEADER.size + n]
+        if len(buf) < 4 + n:
+            return default
+        data = bytes(buf[4:4 + n])
+        del buf[:4 + n]
         return decode_payload(data)
 
     def pending(self) -> int:

@@ -112,6 +112,7 @@ class CappedOutput:
         return s
 
 
+_NO_FRAME = object()
 _IN = select.POLLIN | select.POLLPRI
 _OUT = select.POLLOUT
 
@@ -155,11 +156,11 @@ class ChildSession:
     def _next_frame(self):
         while True:
             try:
-                f = self.frames.pop()
-            except LookupError:
-                return None
+                f = self.frames.pop_or(_NO_FRAME)
             except ProtocolError as e:
                 raise ChildProtocolError(str(e)) from None
+            if f is _NO_FRAME:
+                return None
             if type(f) is dict and f.get("event") == "forbidden":
                 what, seq = f.get("what"), f.get("seq")
                 if type(what) is str and len(self.events) < 50:
