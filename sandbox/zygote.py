@@ -197,7 +197,7 @@ class Zygote:
                     old = SPAWN.unpack(msg)[1]
                     if old:  # the previous child, killed by the worker before its verdict
                         try:
-                            self._reap(old)
+                            self._reap(old, report=False)
                         except Exception:
                             pass
                     reply = self._spawn(fds)
@@ -264,18 +264,22 @@ class Zygote:
         self.children[pid] = scratch
         return SPAWNED.pack(b"p", pid, jobno)
 
-    def _reap(self, pid: int) -> bytes:
+    def _reap(self, pid: int, report: bool = True) -> bytes:
+        """Kill (if the worker has not yet), wait for and clean up after a child. ``report``:
+        return its wait status and resource use (REAPED), else nothing."""
         scratch = self.children.pop(pid, None)
         if scratch is None:
             return b"eunknown child"
         try:
-            if self.pidns_fd is not None:
-                os.kill(pid, signal.SIGKILL)  # pid 1 of its namespace: the kernel kills the rest
-            else:
+            os.kill(pid, signal.SIGKILL)  # with a pid namespace (pid 1 there) the kernel kills the rest
+            if self.pidns_fd is None:
                 os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):
             pass
-        _, status, ru = os.wait4(pid, 0)
+        if report:
+            _, status, ru = os.wait4(pid, 0)
+        else:
+            os.waitpid(pid, 0)
         if self.pidns_fd is None and self.filter is None:
             self._sweep()  # fork was possible: kill whatever the child left running
         try:
@@ -284,6 +288,8 @@ class Zygote:
             shutil.rmtree(scratch, ignore_errors=True)
             if os.path.exists(scratch):
                 _force_rmtree(scratch)
+        if not report:
+            return b""
         return REAPED.pack(b"R", status, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, ru.ru_minflt)
 
     def _sweep(self) -> None:
@@ -353,11 +359,17 @@ _random_inst = random._inst
 _reseed = random.Random.__mro__[1].seed   # _random.Random.seed, the C method
 
 
+_FOUR_FDS = struct.Struct("4i")
+
+
 def _received_fds(anc) -> list[int]:
     fds: list[int] = []
     for level, kind, data in anc:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds += struct.unpack(f"{len(data) // 4}i", data[:len(data) - len(data) % 4])
+            if len(data) == 16:
+                fds += _FOUR_FDS.unpack(data)
+            else:
+                fds += struct.unpack(f"{len(data) // 4}i", data[:len(data) - len(data) % 4])
     return fds
 
 
