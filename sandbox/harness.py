@@ -94,6 +94,32 @@ class _RefuseImports:
             f"worker can be imported (see sandbox/preload.py)", name=name)
 
 
+# Source text for linecache, split into lines only when something asks for it (a traceback,
+# inspect.getsource, ...): most jobs never do, and splitting costs a child some thirty
+# copy-on-write faults.
+_SOURCES: dict[str, str] = {}
+_plain_updatecache = linecache.updatecache
+
+
+def _updatecache(filename, module_globals=None):
+    source = _SOURCES.pop(filename, None)
+    if source is not None:
+        lines = source.splitlines(True)
+        linecache.cache[filename] = (len(source), None, lines, filename)
+        return lines
+    return _plain_updatecache(filename, module_globals)
+
+
+def register_source(filename: str, source: str) -> None:
+    """Make ``source`` what linecache (and so traceback, inspect) shows for ``filename``."""
+    linecache.cache.pop(filename, None)
+    _SOURCES[filename] = source
+
+
+def install_lazy_sources() -> None:
+    linecache.updatecache = _updatecache
+
+
 def install_import_guard() -> None:
     from importlib.machinery import BuiltinImporter, FrozenImporter
     sys.meta_path[:] = [BuiltinImporter, FrozenImporter, _RefuseImports]
@@ -210,7 +236,7 @@ class Harness:
         code = msg["code"]
         bytecode = msg.get("bytecode")
         entry = msg["entry_point"]
-        linecache.cache[SUBMISSION_FILE] = (len(code), None, code.splitlines(True), SUBMISSION_FILE)
+        register_source(SUBMISSION_FILE, code)
         try:
             if bytecode:  # compiled by the judge: parsing here would cost more (page faults)
                 co = marshal.loads(bytecode)
@@ -278,7 +304,7 @@ class Harness:
             self.chan.send({"exc": failed["exc"]})
             _flush()
             os._exit(SETUP_FAILED_CODE)
-        linecache.cache[PROGRAM_FILE] = (len(program), None, program.splitlines(True), PROGRAM_FILE)
+        register_source(PROGRAM_FILE, program)
         sys.argv[:] = ["program.py"]
         ns = {"__name__": "__main__", "__builtins__": builtins, "__file__": "program.py"}
         code = 0
@@ -400,6 +426,7 @@ def warm_up(rounds: int = 12) -> None:
         for fd in (req_r, req_w, rep_r, rep_w):
             os.close(fd)
         linecache.cache.pop(SUBMISSION_FILE, None)
+        _SOURCES.clear()
 
 
 def prepare(chan: Channel, report_forbidden: bool = True, base_vm: int = 0):

@@ -128,6 +128,7 @@ class Zygote:
         os.environ.clear()
         os.environ.update(SAFE_ENV)
         harness.setup_streams()
+        harness.install_lazy_sources()
         harness.install_import_guard()
         sys.argv[:] = ["submission"]
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over-size writes fail with EFBIG instead
