@@ -42,16 +42,16 @@ class ZygoteClient:
         self.sock = sock
         self.pid = pid
         self.dead = False
+        self._pending: list[int] | None = None   # our pipe ends for a spawn whose answer is unread
 
     def _gone(self) -> SpawnError:
         self.dead = True
         return SpawnError("the zygote is gone")
 
-    def spawn(self, reap_first: int = 0):
-        """Start a child (after reaping ``reap_first``, a killed child, when not 0).
-
-        Returns (pid, job number, [req_w, rep_r, out_r, err_r]): our ends of its pipes.
-        """
+    def start_spawn(self, reap_first: int = 0) -> None:
+        """Ask for a child (after reaping ``reap_first``, a killed child, when not 0) without
+        waiting for the answer; end_spawn() collects it. One request at a time."""
+        assert self._pending is None
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -59,16 +59,23 @@ class ZygoteClient:
         theirs = [out_w, err_w, req_r, rep_w]   # in the order of the child's fds 1-4
         ours = [req_w, rep_r, out_r, err_r]
         try:
-            try:
-                socket.send_fds(self.sock, [SPAWN.pack(b"s", reap_first)], theirs)
-            finally:
-                for fd in theirs:
-                    os.close(fd)
-            msg = self.sock.recv(1024)
+            socket.send_fds(self.sock, [SPAWN.pack(b"s", reap_first)], theirs)
         except OSError:
             for fd in ours:
                 os.close(fd)
             raise self._gone() from None
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        self._pending = ours
+
+    def end_spawn(self):
+        """Returns (pid, job number, [req_w, rep_r, out_r, err_r]): our ends of its pipes."""
+        ours, self._pending = self._pending, None
+        try:
+            msg = self.sock.recv(1024)
+        except OSError:
+            msg = b""
         if not msg or msg[:1] != b"p" or len(msg) != SPAWNED.size:
             for fd in ours:
                 os.close(fd)
@@ -77,6 +84,14 @@ class ZygoteClient:
             raise SpawnError(f"zygote could not spawn a child: {msg[1:].decode(errors='replace')}")
         _, pid, jobno = SPAWNED.unpack(msg)
         return pid, jobno, ours
+
+    @property
+    def spawning(self) -> bool:
+        return self._pending is not None
+
+    def spawn(self, reap_first: int = 0):
+        self.start_spawn(reap_first)
+        return self.end_spawn()
 
     def reap(self, pid: int) -> dict:
         try:
@@ -119,10 +134,10 @@ _OUT = select.POLLOUT
 
 class ChildSession:
     def __init__(self, zygote: ZygoteClient, output_cap: int, max_message: int, reap_first: int = 0,
-                 kill_group: bool = False):
+                 kill_group: bool = False, spawned=None):
         self.zygote = zygote
         self.kill_group = kill_group   # no pid namespace: the child's process group is what it started
-        self.pid, jobno, fds = zygote.spawn(reap_first)
+        self.pid, jobno, fds = spawned if spawned is not None else zygote.spawn(reap_first)
         self.scratch_name = f"j{jobno}"
         self.req, self.rep, self.out, self.err = fds
         try:
@@ -395,14 +410,29 @@ class Spawner:
         self.spare: ChildSession | None = None
         self.unreaped: list[int] = []   # killed children the zygote has not reaped yet
 
-    def _new(self) -> ChildSession:
+    def _session(self, spawned=None, reap_first: int = 0) -> ChildSession:
+        return ChildSession(self.zygote, self.output_cap, self.max_message, reap_first=reap_first,
+                            kill_group=self.kill_group, spawned=spawned)
+
+    def settle(self) -> None:
+        """Collect the answer to a spawn request sent ahead (see after_job) as the spare."""
+        if self.zygote.spawning:
+            try:
+                self.spare = self._session(spawned=self.zygote.end_spawn())
+            except (SpawnError, OSError):
+                self.spare = None
+
+    def _reap_extra(self) -> int:
+        """Reap all killed children but one, which is returned to be reaped with the next spawn."""
         while len(self.unreaped) > 1:
             self.zygote.reap(self.unreaped.pop())
-        old = self.unreaped.pop() if self.unreaped else 0
-        return ChildSession(self.zygote, self.output_cap, self.max_message, reap_first=old,
-                            kill_group=self.kill_group)
+        return self.unreaped.pop() if self.unreaped else 0
+
+    def _new(self) -> ChildSession:
+        return self._session(reap_first=self._reap_extra())
 
     def take(self) -> ChildSession:
+        self.settle()
         s, self.spare = self.spare, None
         if s is not None and not s.is_dead():
             return s
@@ -414,18 +444,21 @@ class Spawner:
         """End a child after its job: with ``need_status``, reap it now and return how it ended;
         otherwise kill it and leave the reaping for the next zygote request."""
         if need_status:
+            self.settle()
             return sess.finish()
         sess.retire()
-        if not sess.reaped:
-            self.unreaped.append(sess.pid)
+        self.unreaped.append(sess.pid)
         return {}
 
     def after_job(self, prestart: bool) -> None:
-        """After a verdict went out: reap what was killed, and start the next spare (one zygote
-        round trip for both when ``prestart``)."""
+        """After a verdict went out: reap what was killed and, with ``prestart``, ask for the next
+        spare in the same zygote request -- without waiting for it: the zygote forks while the
+        worker reads and prepares the next job (take() collects the answer)."""
         try:
+            self.settle()
             if prestart and self.spare is None and not self.zygote.dead:
-                self.spare = self._new()
+                self.zygote.start_spawn(self._reap_extra())
+                return
             while self.unreaped and not self.zygote.dead:
                 self.zygote.reap(self.unreaped.pop())
         except (SpawnError, OSError):
@@ -433,6 +466,7 @@ class Spawner:
             self.unreaped.clear()
 
     def refill(self) -> None:
+        self.settle()
         if self.spare is None and not self.zygote.dead:
             try:
                 self.spare = self._new()

@@ -101,6 +101,8 @@ def main(argv: list[str]) -> None:
                     run.layers = layers
                     v = run.execute()
                 elif job["op"] == "info":
+                    if spawner:
+                        spawner.settle()
                     spare = spawner.spare if spawner else None
                     write_frame(res_fd, dict(hello, spare_pid=spare.pid if spare else None,
                                              spare_scratch=spare.scratch_name if spare else None))
