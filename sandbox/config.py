@@ -22,6 +22,8 @@ class SandboxConfig:
     # --- speed -----------------------------------------------------------
     prestart_child: bool = True     # keep one child started ahead while the worker waits (forked in the
                                     # same zygote round trip that reaps the previous job's child)
+    pin_workers: bool = True        # run each worker with its zygote and children on one CPU (round robin
+                                    # over the allowed CPUs): no cross-CPU hand-offs within a job
     warm_up: bool = True            # run a fixed stand-in job through the child's code paths in the zygote
                                     # before forking (fewer copy-on-write faults per child)
     # --- caps ------------------------------------------------------------

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import atexit
+import itertools
 import json
 import os
 import queue
@@ -36,16 +37,30 @@ class WorkerDied(Exception):
     pass
 
 
+_next_cpu = itertools.count()   # round robin over the allowed CPUs, across all pools of this process
+
+
+def _pick_cpu(cfg: SandboxConfig) -> int | None:
+    if not cfg.pin_workers:
+        return None
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    return cpus[next(_next_cpu) % len(cpus)] if len(cpus) > 1 else None
+
+
 class _Worker:
     """Pool-side handle on one worker process."""
 
-    def __init__(self, cfg: SandboxConfig):
+    def __init__(self, cfg: SandboxConfig, cpu: int | None = None):
         from ._boot import WORKER_ENV, worker_argv
+        self.cpu = cpu
         cmd_r, cmd_w = os.pipe()
         res_r, res_w = os.pipe()
         try:
             self.proc = subprocess.Popen(
-                worker_argv(cmd_r, res_w, json.dumps(cfg.to_dict())),
+                worker_argv(cmd_r, res_w, json.dumps(dict(cfg.to_dict(), _cpu=cpu))),
                 pass_fds=(cmd_r, res_w), env=dict(WORKER_ENV), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=None, start_new_session=True, cwd="/")
         finally:
@@ -153,7 +168,7 @@ class SandboxPool:
         self._closed = False
         try:
             for _ in range(workers):
-                w = _Worker(self.config)
+                w = _Worker(self.config, _pick_cpu(self.config))
                 self._all.append(w)
                 self._idle.put(w)
         except BaseException:
@@ -209,7 +224,7 @@ class SandboxPool:
 
     def _replace(self, w: _Worker) -> _Worker:
         w.kill()
-        new = _Worker(self.config)
+        new = _Worker(self.config, w.cpu)
         with self._lock:
             try:
                 self._all[self._all.index(w)] = new

@@ -35,7 +35,15 @@ def main(argv: list[str]) -> None:
     from .preload import preload
     from .protocol import read_frame, write_frame
 
-    cfg = SandboxConfig.from_dict(json.loads(argv[2]))
+    raw = json.loads(argv[2])
+    cfg = SandboxConfig.from_dict(raw)
+    if raw.get("_cpu") is not None:
+        # This worker, its zygote and every child it forks share one CPU: their work is a
+        # chain of hand-offs, and wake-ups across CPUs would leave both CPUs idle at times.
+        try:
+            os.sched_setaffinity(0, {int(raw["_cpu"])})
+        except (AttributeError, OSError, ValueError):
+            pass
     missing = preload(cfg.preload_extra)
 
     from . import judge, seccomp_filter

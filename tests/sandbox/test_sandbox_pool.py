@@ -117,3 +117,30 @@ def test_prestarted_child_is_used_and_nothing_else_is_left(pool_factory):
     after = p.worker_info(live=True)[0]["spare_pid"]
     assert after is not None and after != before     # the spare ran the job; a new one waits
     assert_nothing_left(p)
+
+
+def test_without_prestart_no_child_waits_and_nothing_is_left(pool_factory):
+    from sandbox_testlib import assert_nothing_left, zygote_children
+
+    from sandbox import SandboxConfig
+    p = pool_factory("no-prestart", SandboxConfig(prestart_child=False))
+    assert p.check(ID, "def check(candidate):\n    assert candidate(1) == 1\n", "f").passed
+    info = p.worker_info(live=True)[0]
+    assert info["spare_pid"] is None and zygote_children(info["zygote_pid"]) == []
+    assert_nothing_left(p)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+def test_each_worker_chain_runs_on_one_cpu():
+    from sandbox import SandboxConfig
+    allowed = os.sched_getaffinity(0)
+    with SandboxPool(workers=2) as p:
+        infos = p.worker_info(live=True)
+        pinned = [os.sched_getaffinity(i["pid"]) for i in infos]
+        assert all(len(s) == 1 and s <= allowed for s in pinned)
+        assert pinned[0] != pinned[1]                         # round robin over the allowed CPUs
+        for i, cpus in zip(infos, pinned):                    # the zygote and its spare child follow
+            assert os.sched_getaffinity(i["zygote_pid"]) == cpus
+            assert os.sched_getaffinity(i["spare_pid"]) == cpus
+    with SandboxPool(workers=1, config=SandboxConfig(pin_workers=False)) as p:
+        assert os.sched_getaffinity(p.worker_info()[0]["pid"]) == allowed
