@@ -155,8 +155,8 @@ def compile_test(test: str, prelude: str | None) -> CompiledTest:
 # Call predictions per test (see prefetch.py). Discovery only depends on the test, the prelude,
 # the entry point and which helpers come from the submission -- never on the submission -- so
 # the same test checked against many submissions (pass@k) predicts its calls once. Tests that
-# use `random` are not cached (their calls change from run to run); a cached prediction that
-# turns out wrong is dropped, and that test is not cached again.
+# use `random` are not cached (their calls change from run to run); once a prediction for a
+# test turns out wrong, that test is run without prefetching from then on.
 _PREDICTIONS: dict[tuple, tuple[bytes, list[str]] | None] = {}
 _PREDICTIONS_MAX = 512
 
@@ -328,7 +328,7 @@ class CheckRun:
             # The real run asked for other calls than predicted: redo it without prefetching,
             # in a fresh child (the first one ran calls the test never made).
             if self.prediction_key is not None:
-                _remember_prediction(self.prediction_key, None)   # never trust the cache for this test again
+                _remember_prediction(self.prediction_key, None)   # do not prefetch for this test again
             if state is not None:
                 random.setstate(state)
             self._reset_calls()
@@ -376,16 +376,19 @@ class CheckRun:
             key = (self.test, self.prelude, self.entry, tuple(wanted))
             if key in _PREDICTIONS:
                 hit = _PREDICTIONS[key]
-                if hit is not None:
-                    self.prediction_key = key
-                    return hit[0], hit[1]
-                key = None   # this test's prediction once turned out wrong: discover afresh every time
+                if hit is None:
+                    # this test's prediction once turned out wrong (a test whose calls depend
+                    # on their results in ways the stand-ins cannot follow): no prefetching
+                    return b"", []
+                self.prediction_key = key
+                return hit
         calls, keys = prefetch.discover(self.test, TEST_FILE, compiled.prelude_code, self.entry, wanted,
                                         {"__name__": "__capa_test__", "__builtins__": builtins},
                                         keep_random_state=compiled.uses_random)
         frame = encode_request({"op": "batch", "calls": calls}) if calls else b""
         if key is not None:
             _remember_prediction(key, (frame, keys))
+            self.prediction_key = key
         return frame, keys
 
     def _run(self, compiled: CompiledTest, use_prefetch: bool) -> tuple[str, Failure | None]:
