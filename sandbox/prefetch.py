@@ -85,15 +85,29 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "
 PROBE = Probe()
 
 
-class _StripAsserts(ast.NodeTransformer):
-    def visit_Assert(self, node: ast.Assert):
-        return ast.copy_location(ast.Expr(value=node.test), node)
+def _strip_asserts(stmts: list) -> None:
+    """Replace every ``assert cond`` by the bare expression ``cond``, in place.
+
+    Asserts are statements, so only statement lists are walked (not every expression
+    node, as ast.NodeTransformer would); the new node takes the assert's location, so no
+    fix_missing_locations pass is needed.
+    """
+    for i, node in enumerate(stmts):
+        if type(node) is ast.Assert:
+            stmts[i] = ast.copy_location(ast.Expr(value=node.test), node)
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            sub = getattr(node, field, None)
+            if type(sub) is list:
+                _strip_asserts(sub)
+        for part in getattr(node, "handlers", None) or getattr(node, "cases", None) or ():
+            _strip_asserts(part.body)
 
 
 @lru_cache(maxsize=512)
 def discovery_code(test: str, filename: str) -> types.CodeType:
-    tree = _StripAsserts().visit(ast.parse(test, filename))
-    ast.fix_missing_locations(tree)
+    tree = ast.parse(test, filename)
+    _strip_asserts(tree.body)
     return compile(tree, filename, "exec", dont_inherit=True)
 
 
