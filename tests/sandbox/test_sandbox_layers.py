@@ -215,7 +215,3 @@ def test_verdict_records_active_layers(pool, pool_factory):
                                                 "def check(candidate):\n    assert candidate(1) == 1\n", "f")
     assert not any(off.layers[n] for n in expected_root)
 
-
-@pytest.mark.skipif(IS_ROOT, reason="checks the non-root fallback")
-def test_non_root_falls_back_and_records_it(pool):
-    assert pool.layers["drop_privileges"] is False and pool.layers["chroot"] is False
