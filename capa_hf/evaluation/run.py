@@ -129,10 +129,10 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
     from runners.driver import run_episodes
     from runners.usage import RunStats
 
-    cache = CompletionCache(str(out / "cache.sqlite"))
     stats = RunStats()
     t0 = time.perf_counter()
-    with SandboxJudge() as judge, open(results_path, "a", encoding="utf-8") as fh:
+    with SandboxJudge() as judge, CompletionCache(str(out / "cache.sqlite")) as cache, \
+            open(results_path, "a", encoding="utf-8") as fh:
         def factory(target: Session):
             ctx = contexts[target.session_id]
             system = base_prompt + ("\n\n" + ctx["text"] if ctx["text"] else "")
@@ -162,12 +162,11 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
         run_episodes([(t.session_id, factory(t)) for t in todo], engines={"assistant": engine},
                      cache=cache, progress=f"eval {config.condition}" if progress else False,
                      on_done=on_done, stats=stats)
-    cache.close() if hasattr(cache, "close") else None
     records = [r for sid, r in read_done(results_path).items() if sid in {t.session_id for t in targets}]
     summary = {"config": config.to_dict(), "n_sessions": len(records),
                "n_errors": sum(1 for r in records if r.get("error")),
                "wall_s": round(time.perf_counter() - t0, 2), "resumed": len(done),
-               "usage": stats.to_dict() if hasattr(stats, "to_dict") else {},
+               "usage": stats.to_dict(),
                **summarize(records, max_turns=config.max_turns, seed=config.seed)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     (out / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")

@@ -19,7 +19,7 @@ class StyleMove(Record):
 
     @field_validator("variants")
     @classmethod
-    def _variants_needed(cls, v: tuple[str, ...], info) -> tuple[str, ...]:
+    def _no_blank_variants(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         if any(not s.strip() for s in v):
             raise ValueError("variants must not be blank")
         return v
