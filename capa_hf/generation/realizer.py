@@ -104,20 +104,32 @@ class TemplateRealizer:
     def realize(self, ctx: RequestContext) -> Realization:
         mapping = cell_mapping(ctx)
         dcp_active = any(a.mechanism.operation == "lexicon" for a in ctx.plan.actions)
-        gist = mapping.swap(ctx.content.gist)[0] if dcp_active else ctx.content.gist
+
+        def speak(text: str) -> tuple[str, list]:
+            # a domain-cognitive user names things by their field's nouns throughout the request
+            return mapping.swap(text) if dcp_active else (text, [])
+
+        gist, glosses = speak(ctx.content.gist)
         body = [_sentence(_first_upper(gist))]
-        hidden = []
+        acted = []
         for kp in ctx.content.keypoints:
             mech = ctx.plan.mechanism_of(kp.id)
             if mech is None:
-                body.append(_sentence(kp.plain))
-                continue
-            obscured, glosses = self._obscure(ctx, kp, mech.operation, mapping)
-            if obscured:
-                body.append(_sentence(_first_upper(obscured)))
+                text, used = speak(kp.plain)
+                body.append(_sentence(text))
+            else:
+                text, used = self._obscure(ctx, kp, mech.operation, mapping)
+                if text:
+                    body.append(_sentence(_first_upper(text)))
+                acted.append((kp, mech, text))
+            glosses += [g for g in used if g not in glosses]
+        hidden = []
+        for kp, mech, obscured in acted:
+            # the first domain-cognitive item explains every field noun the request used
+            first_dcp = mech.operation == "lexicon" and not any(h.mechanism == mech.id for h in hidden)
             hidden.append(HiddenItem(
-                id=f"h{len(hidden) + 1}", keypoint_id=kp.id, mechanism=mech.id,
-                obscured_as=obscured, clarification=self._clarification(ctx, kp, mech.operation, glosses)))
+                id=f"h{len(hidden) + 1}", keypoint_id=kp.id, mechanism=mech.id, obscured_as=obscured,
+                clarification=self._clarification(ctx, kp, mech.operation, glosses if first_dcp else [])))
         return self._frame(ctx, body, tuple(hidden))
 
     def _frame(self, ctx: RequestContext, body: list[str], hidden: tuple[HiddenItem, ...]) -> Realization:
