@@ -1,5 +1,7 @@
 """Stage 1: information controls and the template realizer."""
 
+import re
+
 import pytest
 
 from capa_hf.content import load_content
@@ -83,3 +85,34 @@ def test_another_attempt_changes_the_surface_not_the_plan(world):
 
 def test_casual_case_keeps_literals():
     assert casual_case("Return 'Yes' or \"No\" and True. Hello") == "return 'Yes' or \"No\" and True. hello"
+
+
+def test_domain_cognitive_users_speak_field_nouns_and_gloss_them(world):
+    from capa_hf.generation.realizer import RequestContext, cell_mapping
+
+    content, tasks, cells = world
+    with_noun = total = 0
+    for cell in (c for c in cells if "domain_cognitive" in c.mechanisms):
+        for pos in range(1, 11):
+            d = stage1(cell, pos, tasks[cell.task_ids[pos - 1]], content, TemplateRealizer(), seed=0, attempt=0)
+            persona = content.personas[cell.persona_id]
+            mapping = cell_mapping(RequestContext(session_id=d.session_id, cell=cell, persona=persona,
+                                                  lexicon=content.lexicons[persona.discipline],
+                                                  content=content.tasks[d.task.task_id], plan=None,
+                                                  controls=content.controls, seed=0))
+            tc = content.tasks[d.task.task_id]
+            hidden_ids = {h.keypoint_id for h in d.realization.hidden_items}
+            spoken = [tc.gist] + [k.plain for k in tc.keypoints if k.id not in hidden_ids] + [
+                k.vague for k in tc.keypoints
+                if any(h.keypoint_id == k.id and h.mechanism == "domain_cognitive" for h in d.realization.hidden_items)]
+            used = {(noun, entity) for text in spoken for noun, entity in mapping.swap(text)[1]}
+            for noun, entity in used:  # every field noun in the request is a swap the user will explain
+                req = d.realization.initial_request.lower()
+                assert noun.lower() in req or mapping.nouns[entity][1].lower() in req, (d.session_id, noun)
+            used = {noun for noun, _ in used}
+            total += 1
+            with_noun += bool(used)
+            dcp = [h for h in d.realization.hidden_items if h.mechanism == "domain_cognitive"][0]
+            for noun in used:
+                assert f'"{noun}"' in dcp.clarification, (d.session_id, noun)
+    assert total == 200 and with_noun / total >= 0.95

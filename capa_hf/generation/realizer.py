@@ -93,7 +93,8 @@ class TemplateRealizer:
         if op == "lexicon" and glosses:
             gloss_t = ctx.controls["lexicon_gloss"][pick_index(len(ctx.controls["lexicon_gloss"]),
                                                                ctx.seed, ctx.cell.cell_id, "gloss")]
-            text += " " + " ".join(gloss_t.format(domain=d, cs=c) for d, c in glosses)
+            text += " " + " ".join(gloss_t.format(domain=d, cs=c, a_cs=("an " if c[0] in "aeiou" else "a ") + c)
+                                   for d, c in glosses)
         if op == "operator":
             conc = ctx.controls["operator_concession"]
             text = conc[pick_index(len(conc), ctx.seed, ctx.cell.cell_id, "concession")].format(text=text)
