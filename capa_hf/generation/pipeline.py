@@ -56,6 +56,10 @@ class BuildStats:
         return out
 
 
+def keypoints_of(content: Content, task_id: str) -> dict:
+    return {k.id: k for k in content.tasks[task_id].keypoints}
+
+
 def session_id(cell: Cell, position: int) -> str:
     return f"{cell.cell_id}-S{position:02d}"
 
@@ -80,15 +84,14 @@ def stage2(drafts: list[Draft], content: Content, judge: SandboxJudge, engine: A
     """Play every draft through the simulator; return episode results by session id."""
     reference = ReferenceAssistant()
     for d in drafts:
-        kps = {k.id: k for k in content.tasks[d.task.task_id].keypoints}
+        kps = keypoints_of(content, d.task.task_id)
         reference.add(d.realization.initial_request, ReferenceScript(
             questions=tuple((h.clarification, kps[h.keypoint_id].question) for h in d.realization.hidden_items),
             code=reference_code(d.task)))
 
     def play(engine_for_assistant, subset, tag):
         def factory(d: Draft):
-            kps = {k.id: k for k in content.tasks[d.task.task_id].keypoints}
-            user = scripted_user(d.session_id, d.realization.hidden_items, kps,
+            user = scripted_user(d.session_id, d.realization.hidden_items, keypoints_of(content, d.task.task_id),
                                  content.personas[d.cell.persona_id], content.controls)
             setup = EpisodeSetup(session_id=d.session_id, task=d.task,
                                  initial_request=d.realization.initial_request,
@@ -119,7 +122,7 @@ def stage2(drafts: list[Draft], content: Content, judge: SandboxJudge, engine: A
 
 def stage3(draft: Draft, result: dict, content: Content) -> list:
     tc = content.tasks[draft.task.task_id]
-    kps = {k.id: k for k in tc.keypoints}
+    kps = keypoints_of(content, draft.task.task_id)
     hidden_ids = {h.keypoint_id for h in draft.realization.hidden_items}
     visible = [tc.gist] + [k.plain for k in tc.keypoints if k.id not in hidden_ids]
     req = draft.realization.initial_request

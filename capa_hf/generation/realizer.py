@@ -86,7 +86,7 @@ class TemplateRealizer:
             return mapping.swap(kp.vague)
         if op == "remove":
             return "", []
-        return self._family(ctx, {"habitual": "habitual", "operator": "operator", "deixis": "deixis"}[op], kp), []
+        return self._family(ctx, op, kp), []
 
     def _clarification(self, ctx: RequestContext, kp: Keypoint, op: str, glosses: list) -> str:
         text = _sentence(kp.plain)

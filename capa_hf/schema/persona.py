@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from capa_hf.schema.base import Record
+from capa_hf.schema.base import Record, no_blank
 
 StyleKind = Literal["lowercase", "filler", "aside", "pasted_comment", "rules_markdown"]
 
@@ -20,9 +20,7 @@ class StyleMove(Record):
     @field_validator("variants")
     @classmethod
     def _no_blank_variants(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        if any(not s.strip() for s in v):
-            raise ValueError("variants must not be blank")
-        return v
+        return no_blank(v)
 
 
 class VoiceKit(Record):
@@ -45,9 +43,7 @@ class VoiceKit(Record):
     @field_validator("openers", "closers", "failure_reactions")
     @classmethod
     def _no_blank(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        if any(not s.strip() for s in v):
-            raise ValueError("entries must not be blank")
-        return v
+        return no_blank(v)
 
 
 class Traits(Record):

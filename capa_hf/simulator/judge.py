@@ -34,15 +34,6 @@ class SandboxJudge:
                                   timeout_s=self.timeout_s, memory_mb=self.memory_mb, prelude=task.prompt)
         return verdict.to_dict()
 
-    def judge_many(self, jobs: list[tuple[Submission, Task]]) -> list[dict]:
-        from sandbox import CheckJob
-
-        verdicts = self.pool.check_many([
-            CheckJob(code=s.code, test=t.test, entry_point=s.candidate, timeout_s=self.timeout_s,
-                     memory_mb=self.memory_mb, prelude=t.prompt) for s, t in jobs
-        ])
-        return [v.to_dict() for v in verdicts]
-
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
