@@ -19,6 +19,8 @@ class SandboxConfig:
     net_namespace: bool = True      # private network namespace with no interfaces but lo
     pid_namespace: bool = True      # submission is pid 1 of its own pid namespace: all it started dies with it
     scratch_tmpfs: bool = True      # scratch dirs live on a size-limited tmpfs in a private mount namespace
+    user_namespace: bool = True     # without root: set up the root-only layers above inside an unprivileged
+                                    # user namespace (where the kernel allows it); children drop all capabilities
     # --- speed -----------------------------------------------------------
     prestart_child: bool = True     # keep one child started ahead while the worker waits (forked in the
                                     # same zygote round trip that reaps the previous job's child)
@@ -31,7 +33,8 @@ class SandboxConfig:
     output_cap_bytes: int = 64 * 1024   # per stream (stdout, stderr)
     max_file_mb: int = 16           # RLIMIT_FSIZE
     max_open_files: int = 64        # RLIMIT_NOFILE
-    max_threads: int = 64           # RLIMIT_NPROC (counts threads; effective once the uid is dropped)
+    max_threads: int = 64           # RLIMIT_NPROC (counts threads; effective once the uid is dropped, or
+                                    # inside a user namespace, where it counts only the namespace's processes)
     scratch_mb: int = 64            # tmpfs size per worker
     max_message_bytes: int = 32 * 1024 * 1024   # largest reply accepted from a submission
     preload_extra: tuple[str, ...] = ()          # extra modules to pre-import in the warm worker

@@ -187,7 +187,11 @@ def _audit_hook_factory(chan: Channel, h: "Harness"):
 
     def hook(event, args):
         what = FORBIDDEN_EVENTS.get(event)
-        if what is None or len(seen) > 20:
+        if what is None:
+            if event != "os.kill" or len(args) < 1 or args[0] in (0, 1):
+                return
+            what = "os.kill(another process)"
+        if len(seen) > 20:
             return
         try:
             if event == "socket.__new__" and len(args) >= 2:

@@ -1,12 +1,18 @@
-"""Thin ctypes wrappers for the Linux namespace and mount calls the zygote uses."""
+"""Thin ctypes wrappers for the Linux namespace, mount and capability calls the zygote uses."""
 from __future__ import annotations
 
 import ctypes
 import os
+import platform
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
+SIGCHLD = 17
+# clone(2)'s number; its first argument (the flags) is the same on both.
+SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(platform.machine())
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 MS_NOSUID = 0x2
 MS_NODEV = 0x4
@@ -42,6 +48,9 @@ _unshare.restype = ctypes.c_int
 _prctl = _pylibc.prctl
 _prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
 _prctl.restype = ctypes.c_int
+_syscall = _pylibc.syscall
+_syscall.argtypes = [ctypes.c_long, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+_syscall.restype = ctypes.c_long
 _errno_location = _pylibc.__errno_location
 _errno_location.argtypes = []
 _errno_location.restype = ctypes.POINTER(ctypes.c_int)
@@ -110,3 +119,86 @@ def raw_fork() -> int:
     if pid < 0:
         raise _fail("fork")
     return pid
+
+
+def fork_into_new_pidns() -> int:
+    """fork(2) whose child is pid 1 of a fresh pid namespace: clone(CLONE_NEWPID | SIGCHLD).
+
+    Used inside an unprivileged user namespace, where the zygote cannot point its
+    pid_for_children back at its own namespace after an unshare (that needs
+    CAP_SYS_ADMIN over the initial user namespace); clone creates the child's namespace
+    without changing the caller's. Like raw_fork it skips CPython's after-fork hooks.
+    The raw system call also skips glibc's fork bookkeeping, so the child's cached
+    thread id is stale: only ``signal.pthread_kill`` on the main thread and
+    ``raise(3)`` notice (they fail with ESRCH). The rest of glibc and CPython does not
+    use the cached id.
+    """
+    if SYS_CLONE is None:
+        raise OSError(f"clone with CLONE_NEWPID: unsupported machine {platform.machine()!r}")
+    pid = _syscall(SYS_CLONE, CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0)
+    if pid < 0:
+        raise _fail("clone(CLONE_NEWPID)")
+    return pid
+
+
+def _write_proc(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def enter_user_namespace() -> None:
+    """Move the calling (single-threaded, unprivileged) process into a new user namespace.
+
+    The process keeps its uid and gid (each mapped to itself; supplementary groups are
+    dropped and setgroups is denied) and gains, inside the namespace only, the
+    capabilities to create network, mount and pid namespaces, mount a tmpfs and chroot.
+    Processes it creates are counted for RLIMIT_NPROC within the namespace.
+    """
+    uid, gid = os.getuid(), os.getgid()
+    unshare(CLONE_NEWUSER)
+    _write_proc("/proc/self/setgroups", "deny")
+    _write_proc("/proc/self/uid_map", f"{uid} {uid} 1")
+    _write_proc("/proc/self/gid_map", f"{gid} {gid} 1")
+
+
+CAP_SYS_CHROOT = 18
+CAP_SYS_ADMIN = 21
+
+
+def has_namespace_capabilities() -> bool:
+    """Whether this process holds CAP_SYS_ADMIN and CAP_SYS_CHROOT (in its user namespace)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("CapEff:"):
+                eff = int(line.split()[1], 16)
+                return bool(eff >> CAP_SYS_ADMIN & 1) and bool(eff >> CAP_SYS_CHROOT & 1)
+    return False
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+class CapabilityDropper:
+    """Clears every capability of the calling process (capset with empty sets).
+
+    Built once in the zygote; ``drop()`` runs in each child. In a user namespace the
+    child keeps the user's own uid, so this (with no_new_privs, which keeps an exec from
+    granting any back) is what makes it unprivileged there.
+    """
+
+    def __init__(self):
+        self._header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+        self._data = (_CapData * 2)()
+        self._capset = _pylibc.capset
+        self._capset.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        self._capset.restype = ctypes.c_int
+        self._args = (ctypes.addressof(self._header), ctypes.addressof(self._data))
+
+    def drop(self) -> None:
+        if self._capset(*self._args):
+            raise _fail("capset")

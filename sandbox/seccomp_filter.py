@@ -22,8 +22,9 @@ DENY_EPERM = (
     "socket",
     # process creation and program execution
     "fork", "vfork", "execve", "execveat",
-    # debugging / reading other processes
-    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
+    # debugging / reading or signalling other processes
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd", "pidfd_open",
+    "pidfd_send_signal",
     # mounts, namespaces, roots
     "mount", "umount", "umount2", "pivot_root", "chroot", "unshare", "setns",
     "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
@@ -39,6 +40,11 @@ DENY_EPERM = (
     "sethostname", "setdomainname", "vhangup", "iopl", "ioperm", "personality",
 )
 DENY_ENOSYS = ("clone3",)
+# Signals: allowed only to pid/tgid 0 or 1 (the child's own process group, or the child
+# itself, which is pid 1 of its own pid namespace); any other target, -1 included, fails
+# with EPERM. Without a pid namespace this keeps a submission from signalling the user's
+# other processes, which it otherwise could (same uid).
+SIGNAL_TARGET_FIRST_ARG = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 
 
 class SeccompUnavailable(RuntimeError):
@@ -79,6 +85,12 @@ def build_bpf() -> bytes:
     n = nr("clone")
     if n is not None:
         f.add_rule(sc.ERRNO(errno.EPERM), n, sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+
+    for name in SIGNAL_TARGET_FIRST_ARG:
+        n = nr(name)
+        if n is not None:
+            # unsigned comparison: negative targets (-1, -pgid) are huge, so denied too
+            f.add_rule(sc.ERRNO(errno.EPERM), n, sc.Arg(0, sc.GT, 1))
 
     with tempfile.TemporaryFile() as tmp:
         f.export_bpf(tmp)

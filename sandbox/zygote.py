@@ -13,6 +13,10 @@ starts dies with it), a new session, a chroot into its own scratch directory,
 the address-space and CPU rlimits of the job, an unprivileged uid, and the
 seccomp filter (compiled once by the worker, only loaded here).
 
+Without root, the zygote first enters an unprivileged user namespace (where the
+kernel allows one) and sets up the same layers inside it; children then keep the
+user's uid but lose every capability, and each still gets its own pid namespace.
+
 Zygote <-> worker: fixed-size struct messages over a SOCK_SEQPACKET socketpair
 (JSON only for the one-time hello). The worker creates each child's pipes and
 passes the child's ends along with the spawn request (SCM_RIGHTS); they arrive
@@ -82,6 +86,9 @@ class Zygote:
         self.filter = seccomp_filter
         self.base = scratch_base
         self.is_root = os.geteuid() == 0
+        self.userns = False        # not root, but privileged inside a user namespace of our own
+        self.pidns_by_clone = False  # per-child pid namespaces made by clone (user namespace mode)
+        self.capdrop: namespaces.CapabilityDropper | None = None
         self.layers: dict[str, bool] = {}
         self.notes: list[str] = []
         self.children: dict[int, str] = {}
@@ -101,24 +108,37 @@ class Zygote:
         # Anything a child leaves behind (possible only if fork is: seccomp off and no pid
         # namespace) is re-parented to the zygote, which then finds, kills and reaps it.
         namespaces.set_child_subreaper()
+        self.layers["user_namespace"] = False
+        if not self.is_root and cfg.user_namespace:
+            try:
+                namespaces.enter_user_namespace()
+                if namespaces.has_namespace_capabilities():
+                    self.userns = self.layers["user_namespace"] = True
+                else:  # e.g. AppArmor's restriction of unprivileged user namespaces
+                    self.notes.append("user_namespace: created, but without capabilities in it")
+            except OSError as e:
+                self.notes.append(f"user_namespace: {e}")
         self.layers["net_namespace"] = self._try(cfg.net_namespace, "net_namespace",
                                                  lambda: namespaces.unshare(namespaces.CLONE_NEWNET))
         self.layers["scratch_tmpfs"] = self._try(cfg.scratch_tmpfs, "scratch_tmpfs", self._mount_scratch)
         self.layers["pid_namespace"] = self._try(cfg.pid_namespace, "pid_namespace", self._probe_pidns)
-        self.layers["drop_privileges"] = bool(cfg.drop_privileges and self.is_root)
-        if cfg.drop_privileges and not self.is_root:
-            self.notes.append("drop_privileges: not running as root; submission keeps the worker's uid")
-        self.chroot = self.layers["chroot"] = bool(cfg.chroot and self.is_root)
-        if cfg.chroot and not self.is_root:
-            self.notes.append("chroot: not running as root")
+        self.layers["drop_privileges"] = bool(cfg.drop_privileges and self.privileged)
+        if cfg.drop_privileges and not self.privileged:
+            self.notes.append("drop_privileges: neither root nor a user namespace; submission keeps the "
+                              "worker's uid")
+        self.chroot = self.layers["chroot"] = bool(cfg.chroot and self.privileged)
+        if cfg.chroot and not self.privileged:
+            self.notes.append("chroot: neither root nor a user namespace")
         self.layers["seccomp"] = self.filter is not None
         self.layers["rlimits"] = True
         self.layers["session"] = True
         self.layers["env_scrubbed"] = True
         self.layers["scratch_dir"] = True
-        if self.layers["drop_privileges"]:
+        if self.layers["drop_privileges"] and self.is_root:
             self.uid = cfg.uid_base + os.getpid()
             os.setgroups([])
+        elif self.layers["drop_privileges"]:
+            self.capdrop = namespaces.CapabilityDropper()
         namespaces.limit_malloc_arenas(1)
         # Everything children share is prepared once, here, instead of per child:
         # scrubbed environment, fd-based std streams, the import guard (which also
@@ -133,7 +153,15 @@ class Zygote:
         sys.argv[:] = ["submission"]
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over-size writes fail with EFBIG instead
         self.chan = harness.Channel()
-        apply_rlimits(shared_rlimits(cfg))
+        shared = shared_rlimits(cfg)
+        if not self.privileged:
+            # RLIMIT_NPROC would count every process and thread of this user on the machine
+            # (an inference server in the same account easily has more than max_threads), and
+            # it would bind the zygote's own forks. Threads stay bounded by RLIMIT_AS.
+            del shared[resource.RLIMIT_NPROC]
+            self.notes.append("max_threads: not enforced without root or a user namespace "
+                              "(threads are bounded by the address-space limit)")
+        apply_rlimits(shared)
         self.fd_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         if self.filter is not None:
             self.filter.set_no_new_privs()
@@ -144,11 +172,21 @@ class Zygote:
         self.base_vm = vm_size_bytes()
         self.prepared = harness.prepare(self.chan, self.filter is not None, self.base_vm)
 
+    @property
+    def privileged(self) -> bool:
+        """Root, or the owner of a user namespace of its own (namespaces, mounts, chroot)."""
+        return self.is_root or self.userns
+
+    @property
+    def own_pidns(self) -> bool:
+        """Each child is pid 1 of a pid namespace of its own."""
+        return self.pidns_fd is not None or self.pidns_by_clone
+
     def _try(self, wanted: bool, name: str, fn) -> bool:
         if not wanted:
             return False
-        if not self.is_root:
-            self.notes.append(f"{name}: not running as root")
+        if not self.privileged:
+            self.notes.append(f"{name}: neither root nor a user namespace")
             return False
         try:
             fn()
@@ -163,6 +201,17 @@ class Zygote:
         namespaces.mount_tmpfs(self.base, self.cfg.scratch_mb)
 
     def _probe_pidns(self) -> None:
+        if self.userns:
+            # Inside a user namespace the zygote cannot setns back to its own pid namespace,
+            # so children are made with clone(CLONE_NEWPID) instead: probe that once.
+            pid = namespaces.fork_into_new_pidns()
+            if pid == 0:
+                os._exit(0 if os.getpid() == 1 else 1)
+            _, status = os.waitpid(pid, 0)
+            if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+                raise OSError(f"clone(CLONE_NEWPID) probe child ended with status {status}")
+            self.pidns_by_clone = True
+            return
         fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
         try:
             namespaces.unshare(namespaces.CLONE_NEWPID)
@@ -251,7 +300,11 @@ class Zygote:
                 # nothing of this runs after the fork.)
                 namespaces.setns(self.pidns_fd, namespaces.CLONE_NEWPID)
                 namespaces.unshare(namespaces.CLONE_NEWPID)
-            pid = namespaces.raw_fork()
+                pid = namespaces.raw_fork()
+            elif self.pidns_by_clone:
+                pid = namespaces.fork_into_new_pidns()
+            else:
+                pid = namespaces.raw_fork()
             if pid == 0:
                 try:
                     self._child(scratch)
@@ -273,7 +326,7 @@ class Zygote:
             return b"eunknown child"
         try:
             os.kill(pid, signal.SIGKILL)  # with a pid namespace (pid 1 there) the kernel kills the rest
-            if self.pidns_fd is None:
+            if not self.own_pidns:
                 os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
@@ -281,7 +334,7 @@ class Zygote:
             _, status, ru = os.wait4(pid, 0)
         else:
             os.waitpid(pid, 0)
-        if self.pidns_fd is None and self.filter is None:
+        if not self.own_pidns and self.filter is None:
             self._sweep()  # fork was possible: kill whatever the child left running
         try:
             os.rmdir(scratch)
@@ -341,8 +394,10 @@ class Zygote:
             if self.uid is not None:
                 os.setresgid(self.uid, self.uid, self.uid)
                 os.setresuid(self.uid, self.uid, self.uid)  # also makes the process non-dumpable
+            elif self.capdrop is not None:
+                self.capdrop.drop()
             namespaces.set_pdeathsig(signal.SIGKILL)  # after the uid change, which clears it
-            if self.pidns_fd is None and os.getppid() == 1:
+            if not self.own_pidns and os.getppid() == 1:
                 os._exit(SETUP_FAILED)  # zygote already gone
             if self.filter is not None:
                 self.filter.install()
