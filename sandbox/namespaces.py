@@ -175,6 +175,23 @@ def has_namespace_capabilities() -> bool:
     return False
 
 
+def user_namespace_usable() -> bool:
+    """Probe, in a throwaway child, whether this process could enter a user namespace and
+    hold namespace capabilities there (a half-made one, say with the uid map refused,
+    would leave the caller with an unmapped uid)."""
+    pid = os.fork()
+    if pid == 0:
+        ok = False
+        try:
+            enter_user_namespace()
+            ok = has_namespace_capabilities()
+        except BaseException:
+            pass
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
 class _CapHeader(ctypes.Structure):
     _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
 

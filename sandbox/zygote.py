@@ -111,11 +111,11 @@ class Zygote:
         self.layers["user_namespace"] = False
         if not self.is_root and cfg.user_namespace:
             try:
-                namespaces.enter_user_namespace()
-                if namespaces.has_namespace_capabilities():
+                if namespaces.user_namespace_usable():
+                    namespaces.enter_user_namespace()
                     self.userns = self.layers["user_namespace"] = True
-                else:  # e.g. AppArmor's restriction of unprivileged user namespaces
-                    self.notes.append("user_namespace: created, but without capabilities in it")
+                else:  # not allowed, or (e.g. AppArmor's restriction) without capabilities in it
+                    self.notes.append("user_namespace: not available to this user (or no capabilities in it)")
             except OSError as e:
                 self.notes.append(f"user_namespace: {e}")
         self.layers["net_namespace"] = self._try(cfg.net_namespace, "net_namespace",

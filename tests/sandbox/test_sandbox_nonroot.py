@@ -159,3 +159,28 @@ def test_without_root_or_user_namespace_the_rest_still_holds(runtime, canonical)
     assert res["list_root"]["status"] == "passed" and "etc" in res["list_root"]["stdout"]
     # threads are bounded by the address-space limit instead of RLIMIT_NPROC
     assert 0 < int(res["thread_bomb"]["stdout"].split()[-1]) < 5000
+
+
+def test_user_namespace_probe_says_no_where_none_can_be_made(tmp_path):
+    """A chrooted process may not create a user namespace: the probe must say so (the
+    zygote then falls back instead of entering a half-made namespace)."""
+    from sandbox import namespaces
+    assert namespaces.user_namespace_usable()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            os.chroot(str(tmp_path))
+            os.chdir("/")
+            os.write(w, b"yes" if namespaces.user_namespace_usable() else b"no")
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    answer = os.read(r, 8)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert answer == b"no"
