@@ -5,6 +5,7 @@ wrong function first and then the canonical one. The transcripts and metrics are
 """
 
 import json
+import os
 
 import pytest
 from runners.scripted import ScriptedEngine
@@ -61,6 +62,12 @@ def test_transcripts_and_metrics_are_exact(tmp_path, capa_data, mode, condition)
         assert len(turns) == 4 and rec["success_turn"] == 2 and rec["solved"]
     o = summary["overall"]
     assert o["ES"]["value"] == 1.0 and o["FT-ES"]["value"] == 0.0 and o["TTC"]["value"] == 2.0
+    # the isolation the verdicts ran under is part of the result (as root: every layer)
+    sb = json.loads((tmp_path / "run" / "summary.json").read_text())["sandbox"]
+    assert {"seccomp", "rlimits"} <= set(sb["layers"]) and sb["memory_mb"] == 1024
+    if os.geteuid() == 0:
+        assert {"chroot", "pid_namespace", "drop_privileges"} <= set(sb["layers"]) and sb["notes"] == []
+    assert "Sandbox: " in (tmp_path / "run" / "summary.md").read_text()
 
     system_prompts = {r.messages[0][1] for r in engine.seen}
     history = capa_data.cell_history(CELL)

@@ -162,12 +162,13 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
         run_episodes([(t.session_id, factory(t)) for t in todo], engines={"assistant": engine},
                      cache=cache, progress=f"eval {config.condition}" if progress else False,
                      on_done=on_done, stats=stats)
+        sandbox_info = judge.describe()
     wanted = {t.session_id for t in targets}
     records = [r for sid, r in read_done(results_path).items() if sid in wanted]
     summary = {"config": config.to_dict(), "n_sessions": len(records),
                "n_errors": sum(1 for r in records if r.get("error")),
                "wall_s": round(time.perf_counter() - t0, 2), "resumed": len(done),
-               "usage": stats.to_dict(),
+               "usage": stats.to_dict(), "sandbox": sandbox_info,
                **summarize(records, max_turns=config.max_turns, seed=config.seed)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     (out / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")

@@ -20,11 +20,21 @@ HEADER = ("| | n | ES % [95% CI] | FT-ES % [95% CI] | TTC [95% CI] | questions/s
           "|---|---|---|---|---|---|")
 
 
+def _sandbox_lines(summary: dict) -> list[str]:
+    sb = summary.get("sandbox")
+    if not sb:
+        return []
+    lines = ["", f"Sandbox: {', '.join(sb['layers'])}."]
+    if sb.get("notes"):
+        lines.append("Sandbox notes: " + "; ".join(sb["notes"]) + ".")
+    return lines
+
+
 def summary_markdown(summary: dict) -> str:
     cfg = summary["config"]
     lines = [f"# {cfg['model']} / condition `{cfg['condition']}`", "",
              f"{summary['n_sessions']} held-out sessions, {summary['n_errors']} episode errors, "
-             f"wall {summary['wall_s']} s (resumed {summary['resumed']}).", "", HEADER,
+             f"wall {summary['wall_s']} s (resumed {summary['resumed']}).", *_sandbox_lines(summary), "", HEADER,
              row("overall", summary["overall"]), "", "## Per persona", "", HEADER]
     lines += [row(k, v) for k, v in summary["per_persona"].items()]
     lines += ["", "## Per mechanism (each session counts for both of its mechanisms)", "", HEADER]

@@ -34,6 +34,16 @@ class SandboxJudge:
                                   timeout_s=self.timeout_s, memory_mb=self.memory_mb, prelude=task.prompt)
         return verdict.to_dict()
 
+    def describe(self) -> dict | None:
+        """Which isolation the verdicts ran under (None if nothing was judged): results obtained
+        without root, say, say so in their summary."""
+        if self._pool is None:
+            return None
+        info = self._pool.worker_info()
+        return {"layers": sorted(k for k, v in self._pool.layers.items() if v),
+                "notes": sorted({n for w in info for n in w.get("notes", [])}),
+                "workers": self._pool.size, "timeout_s": self.timeout_s, "memory_mb": self.memory_mb}
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
