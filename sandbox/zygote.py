@@ -109,7 +109,9 @@ class Zygote:
         # namespace) is re-parented to the zygote, which then finds, kills and reaps it.
         namespaces.set_child_subreaper()
         self.layers["user_namespace"] = False
-        if not self.is_root and cfg.user_namespace:
+        wants_ns = (cfg.net_namespace or cfg.scratch_tmpfs or cfg.pid_namespace or cfg.chroot
+                    or cfg.drop_privileges)
+        if not self.is_root and cfg.user_namespace and wants_ns:
             try:
                 if namespaces.user_namespace_usable():
                     namespaces.enter_user_namespace()

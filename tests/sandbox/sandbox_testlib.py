@@ -8,10 +8,23 @@ import pytest
 from sandbox import SandboxConfig, SandboxPool
 
 IS_ROOT = os.geteuid() == 0
-needs_root = pytest.mark.skipif(not IS_ROOT, reason="this isolation layer needs root (CI runs as root)")
+
+
+def _user_namespaces_usable() -> bool:
+    from sandbox.namespaces import user_namespace_usable
+    try:
+        return user_namespace_usable()
+    except OSError:
+        return False
+
+
+# Root, or (without root) unprivileged user namespaces: every layer is available either way.
+PRIVILEGED = IS_ROOT or _user_namespaces_usable()
+needs_privilege = pytest.mark.skipif(
+    not PRIVILEGED, reason="this isolation layer needs root or unprivileged user namespaces (CI runs as root)")
 
 ALL_OFF = dict(seccomp=False, drop_privileges=False, chroot=False, net_namespace=False,
-               pid_namespace=False, scratch_tmpfs=False)
+               pid_namespace=False, scratch_tmpfs=False)   # (user_namespace stays on: it is a means, not a layer)
 
 
 def only(**on) -> SandboxConfig:
@@ -52,7 +65,7 @@ def zygote_children(zygote_pid: int) -> list[int]:
 def scratch_entries(info: dict) -> list[str]:
     """What is left in a worker's scratch base, seen from inside the zygote's mount namespace."""
     base = info["scratch_base"]
-    path = f"/proc/{info['zygote_pid']}/root{base}" if IS_ROOT else base
+    path = f"/proc/{info['zygote_pid']}/root{base}" if PRIVILEGED else base
     return os.listdir(path)
 
 
@@ -72,6 +85,6 @@ def assert_nothing_left(p: SandboxPool) -> None:
         assert set(zygote_children(info["zygote_pid"])) <= {info.get("spare_pid")}, "the zygote still has children"
         left = [e for e in scratch_entries(info) if e != info.get("spare_scratch")]
         assert left == [], f"a scratch directory was left behind: {left}"
-        if info.get("spare_scratch") and IS_ROOT:
+        if info.get("spare_scratch") and PRIVILEGED:
             spare_dir = f"/proc/{info['zygote_pid']}/root{info['scratch_base']}/{info['spare_scratch']}"
             assert os.listdir(spare_dir) == [], "the spare child's scratch dir is not empty"

@@ -5,7 +5,7 @@ import errno
 import os
 
 import pytest
-from sandbox_testlib import IS_ROOT, needs_root, only
+from sandbox_testlib import IS_ROOT, PRIVILEGED, needs_privilege, only
 
 from sandbox import SandboxConfig
 from sandbox.zygote import SAFE_ENV
@@ -37,7 +37,10 @@ def test_rlimits_are_set(pool_factory):
     assert 300 * MiB < lim["RLIMIT_AS"][0] < 300 * MiB + 512 * MiB
     assert lim["RLIMIT_FSIZE"][0] == cfg.max_file_mb * MiB
     assert lim["RLIMIT_NOFILE"][0] == cfg.max_open_files
-    assert lim["RLIMIT_NPROC"][0] == cfg.max_threads
+    if IS_ROOT:  # (without root and with no namespace in use, RLIMIT_NPROC would count the whole account)
+        assert lim["RLIMIT_NPROC"][0] == cfg.max_threads
+    else:
+        assert any("max_threads" in n for n in p.worker_info()[0]["notes"])
     assert lim["RLIMIT_CORE"][0] == 0
     assert v.layers["rlimits"] is True
 
@@ -106,18 +109,26 @@ def test_cwd_is_a_private_empty_scratch_dir(pool_factory):
     assert not os.path.exists(cwd)              # and the old one is gone
 
 
-@needs_root
+@needs_privilege
 def test_uid_is_unprivileged(pool_factory):
     p = pool_factory("uid-only", only(drop_privileges=True))
-    v, out = probe(p, "import os\nout = (os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups())")
-    uid, euid, gid, egid, groups = eval(out)
+    body = ("import os\ncaps = [l.split()[1] for l in open('/proc/self/status') if l.startswith('Cap')]\n"
+            "out = (os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups(), caps)")
+    v, out = probe(p, body)
+    uid, euid, gid, egid, groups, caps = eval(out)
     info = p.worker_info()[0]
-    assert uid == euid == gid == egid == info["uid"] != 0
-    assert uid >= p.config.uid_base and groups == []
+    if IS_ROOT:   # a dedicated unused uid, no groups
+        assert uid == euid == gid == egid == info["uid"] != 0
+        assert uid >= p.config.uid_base and groups == []
+    else:         # in a user namespace: the user's own uid, with every capability gone
+        assert uid == euid == os.getuid() and info["uid"] is None
+        assert v.layers["user_namespace"] is True
+    # CapInh, CapPrm, CapEff, CapBnd, CapAmb: nothing permitted, effective or ambient
+    assert int(caps[1], 16) == int(caps[2], 16) == int(caps[4], 16) == 0, caps
     assert v.layers["drop_privileges"] is True
 
 
-@needs_root
+@needs_privilege
 def test_net_namespace_has_only_loopback(pool_factory):
     p = pool_factory("netns-only", only(net_namespace=True))
     body = ("lines = open('/proc/net/dev').read().splitlines()[2:]\n"
@@ -128,7 +139,7 @@ def test_net_namespace_has_only_loopback(pool_factory):
     assert v.layers["net_namespace"] is True
 
 
-@needs_root
+@needs_privilege
 def test_pid_namespace_makes_the_submission_pid_1(pool_factory):
     p = pool_factory("pidns-only", only(pid_namespace=True))
     v, out = probe(p, "import os\nout = (os.getpid(), os.getppid())")
@@ -136,7 +147,7 @@ def test_pid_namespace_makes_the_submission_pid_1(pool_factory):
     assert v.layers["pid_namespace"] is True
 
 
-@needs_root
+@needs_privilege
 def test_chroot_hides_the_filesystem(pool_factory):
     p = pool_factory("chroot-only", only(chroot=True))
     body = ("import os\nout = [os.getcwd(), os.listdir('/')]\n"
@@ -147,7 +158,7 @@ def test_chroot_hides_the_filesystem(pool_factory):
     assert v.layers["chroot"] is True
 
 
-@needs_root
+@needs_privilege
 def test_scratch_is_a_size_limited_tmpfs(pool_factory):
     p = pool_factory("tmpfs-only", only(scratch_tmpfs=True))
     body = ("import os\nst = os.statvfs('.')\nout = [st.f_blocks * st.f_frsize]\n"
@@ -209,7 +220,7 @@ def test_verdict_records_active_layers(pool, pool_factory):
     expected_root = {"seccomp", "drop_privileges", "chroot", "net_namespace", "pid_namespace", "scratch_tmpfs"}
     for name in ("seccomp", "rlimits", "session", "env_scrubbed", "scratch_dir"):
         assert v.layers[name] is True
-    if IS_ROOT:
+    if PRIVILEGED:
         assert all(v.layers[n] for n in expected_root), v.layers
     off = pool_factory("all-off", only()).check("def f(x):\n    return x\n",
                                                 "def check(candidate):\n    assert candidate(1) == 1\n", "f")
