@@ -6,7 +6,9 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import sandbox
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(sandbox.__file__)))   # where `sandbox` is imported from
 
 
 def cli(*args, cwd=ROOT):

