@@ -32,19 +32,24 @@ def cpu_limit_s(timeout_s: float) -> int:
     return int(math.ceil(timeout_s)) + 1
 
 
-def shared_rlimits(cfg) -> dict[int, int]:
+def shared_rlimits(cfg, scoped_nproc: bool = True) -> dict[int, int]:
     """Limits that do not depend on the job: set once in the zygote, inherited by every child.
 
     (RLIMIT_NPROC does not bind root, so it takes effect in the child once the uid is dropped.)
+    ``scoped_nproc``: whether RLIMIT_NPROC counts only the sandbox's own processes (a
+    dedicated uid, or a user namespace). Otherwise it is left out: it would count every
+    process and thread of the user on the machine and bind the zygote's own forks.
     """
-    return {
+    limits = {
         resource.RLIMIT_FSIZE: cfg.max_file_mb * MiB,
         resource.RLIMIT_NOFILE: cfg.max_open_files,
-        resource.RLIMIT_NPROC: cfg.max_threads,
         resource.RLIMIT_CORE: 0,
         resource.RLIMIT_MEMLOCK: 0,
         resource.RLIMIT_MSGQUEUE: 0,
     }
+    if scoped_nproc:
+        limits[resource.RLIMIT_NPROC] = cfg.max_threads
+    return limits
 
 
 def job_rlimits(limits: Limits, base_vm_bytes: int, cpu_used_s: float = 0.0) -> dict[int, int]:

@@ -155,15 +155,10 @@ class Zygote:
         sys.argv[:] = ["submission"]
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over-size writes fail with EFBIG instead
         self.chan = harness.Channel()
-        shared = shared_rlimits(cfg)
-        if not self.privileged:
-            # RLIMIT_NPROC would count every process and thread of this user on the machine
-            # (an inference server in the same account easily has more than max_threads), and
-            # it would bind the zygote's own forks. Threads stay bounded by RLIMIT_AS.
-            del shared[resource.RLIMIT_NPROC]
+        apply_rlimits(shared_rlimits(cfg, scoped_nproc=self.privileged))
+        if not self.privileged:  # (an inference server in the same account has more threads than that)
             self.notes.append("max_threads: not enforced without root or a user namespace "
                               "(threads are bounded by the address-space limit)")
-        apply_rlimits(shared)
         self.fd_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         if self.filter is not None:
             self.filter.set_no_new_privs()

@@ -66,6 +66,14 @@ def _as_nobody(argv, pythonpath: str | None = None, **kw):
                           capture_output=True, text=True, **kw)
 
 
+def _make_readable(root: str) -> None:
+    """Let any user read everything below ``root`` (and enter its directories)."""
+    for dirpath, _dirnames, filenames in os.walk(root):
+        os.chmod(dirpath, 0o755)
+        for name in filenames:
+            os.chmod(os.path.join(dirpath, name), 0o644)
+
+
 def _interpreter() -> str | None:
     """A Python >= 3.11 that uid 65534 can run (ours may live under a private home)."""
     names = [os.path.realpath(sys.executable), f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}",
@@ -92,10 +100,7 @@ def runtime():
         shutil.copytree(SANDBOX_DIR, os.path.join(root, "sandbox"), ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy(importlib.util.find_spec("pyseccomp").origin, root)
         shutil.copy(os.path.join(HERE, "nonroot_driver.py"), root)
-        for dirpath, dirnames, filenames in os.walk(root):
-            os.chmod(dirpath, 0o755)
-            for name in filenames:
-                os.chmod(os.path.join(dirpath, name), 0o644)
+        _make_readable(root)
         yield exe, root
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -183,10 +188,7 @@ def test_the_whole_sandbox_suite_passes_as_an_unprivileged_user(runtime):
             shutil.copy(spec.origin, site)
     suite = os.path.join(root, "sandbox_tests")
     shutil.copytree(HERE, suite, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
-    for dirpath, _dirnames, filenames in os.walk(root):
-        os.chmod(dirpath, 0o755)
-        for name in filenames:
-            os.chmod(os.path.join(dirpath, name), 0o644)
+    _make_readable(root)
     boot = (f"import sys; sys.path[:0] = [{site!r}, {root!r}]; import pytest; "
             f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '--rootdir', {suite!r}, {suite!r}]))")
     r = _as_nobody([exe, "-I", "-c", boot], pythonpath=f"{root}:{site}", timeout=900)  # (for the CLI tests)
