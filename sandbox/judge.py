@@ -237,8 +237,10 @@ class CheckRun:
     """One HumanEval-style check: child session + trusted test run."""
 
     def __init__(self, spawner, cfg, code: str, test: str, entry_point: str, timeout_s: float,
-                 memory_mb: int, prelude: str | None = None, prefetch_calls: bool = True):
+                 memory_mb: int, prelude: str | None = None, prefetch_calls: bool = True,
+                 record_calls: bool = False):
         self.spawner = spawner
+        self.record_calls = record_calls
         self.cfg = cfg
         self.code = code
         self.test = test
@@ -259,6 +261,22 @@ class CheckRun:
         self.keys: list[str] = []     # prefetched call keys, in order
         self.batch_open = False       # the child may still send replies for prefetched calls
         self.diverged = False
+        # the entry point's calls as the test made them, with what came back (plain data, wire
+        # form); only kept when asked for, and only observed: the proxy works the same either way
+        self.recorded: list[dict] | None = [] if self.record_calls else None
+
+    def _record(self, name: str, wire_args, wire_kwargs, reply: dict) -> None:
+        if self.recorded is None or name != self.entry:
+            return
+        entry = {"args": wire_args, "kwargs": wire_kwargs}
+        if reply.get("ok") is True and "value" in reply:
+            entry["value"] = reply["value"]
+        elif reply.get("ok") is False and "exc" in reply:
+            info = _clean_info(reply["exc"])
+            entry["raised"] = {"type": info["type"], "message": info["message"]}
+        else:
+            entry["raised"] = {"type": "ProtocolError", "message": "no usable reply"}
+        self.recorded.append(entry)
 
     # -- used by RemoteFunction ----------------------------------------------
     def remote_call(self, name: str, args: tuple, kwargs: dict):
@@ -285,6 +303,7 @@ class CheckRun:
                 self.batch_open = False
             reply = self._request({"op": "call", "name": name, "args": wire_args, "kwargs": wire_kwargs},
                                   "during a call")
+        self._record(name, wire_args, wire_kwargs, reply)
         if reply.get("ok") is True and "value" in reply:
             try:
                 return plaindata.decode(reply["value"])
@@ -367,7 +386,7 @@ class CheckRun:
                                                failure.line if failure else None)
         return Verdict(status=status, failure=failure, stdout=self.sess.stdout.text(),
                        stderr=self.sess.stderr.text(), wall_s=time.monotonic() - t0,
-                       layers=dict(self.layers))
+                       layers=dict(self.layers), calls=self.recorded)
 
     def _predict(self, compiled: CompiledTest, wanted: list[str]) -> tuple[bytes, list[str]]:
         """The encoded batch of predicted calls (b"" when none) and their keys."""

@@ -31,6 +31,7 @@ class CheckJob:
     timeout_s: float = 10.0
     memory_mb: int = 1024
     prelude: str | None = None   # optional trusted helper source (e.g. a HumanEval prompt)
+    record_calls: bool = False   # return the entry point's calls and results in Verdict.calls
 
 
 class WorkerDied(Exception):
@@ -233,11 +234,12 @@ class SandboxPool:
         return new
 
     def check(self, code: str, test: str, entry_point: str, timeout_s: float = 10.0, memory_mb: int = 1024,
-              prelude: str | None = None) -> Verdict:
+              prelude: str | None = None, record_calls: bool = False) -> Verdict:
         _validate_check(code, test, entry_point, prelude)
         Limits(timeout_s, memory_mb).validate()
         return self._execute({"op": "check", "code": code, "test": test, "entry_point": entry_point,
-                              "timeout_s": float(timeout_s), "memory_mb": int(memory_mb), "prelude": prelude},
+                              "timeout_s": float(timeout_s), "memory_mb": int(memory_mb), "prelude": prelude,
+                              "record_calls": bool(record_calls)},
                              float(timeout_s))
 
     def run(self, program: str, timeout_s: float = 10.0, memory_mb: int = 1024) -> Verdict:
@@ -265,7 +267,8 @@ class SandboxPool:
                     return
                 j = jobs[i]
                 try:
-                    results[i] = self.check(j.code, j.test, j.entry_point, j.timeout_s, j.memory_mb, j.prelude)
+                    results[i] = self.check(j.code, j.test, j.entry_point, j.timeout_s, j.memory_mb, j.prelude,
+                                            j.record_calls)
                 except Exception as e:
                     results[i] = Verdict.sandbox_error(f"{type(e).__name__}: {e}")
 

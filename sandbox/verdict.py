@@ -46,6 +46,10 @@ class Verdict:
     wall_s: float = 0.0
     # Which isolation layers were active for this execution (name -> bool).
     layers: dict[str, bool] = field(default_factory=dict)
+    # With ``record_calls=True``: every call the test made of the entry point, in order, as
+    # ``{"args": [...], "kwargs": {...}, "value": ...}`` or ``{..., "raised": {"type", "message"}}``
+    # with args, kwargs and value in plaindata's wire form (see ``decoded_calls``).
+    calls: list[dict] | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -56,7 +60,7 @@ class Verdict:
         return self.status == PASSED
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "status": self.status,
             "failure": self.failure.to_dict() if self.failure else None,
             "stdout": self.stdout,
@@ -64,6 +68,23 @@ class Verdict:
             "wall_s": self.wall_s,
             "layers": dict(self.layers),
         }
+        if self.calls is not None:
+            d["calls"] = self.calls
+        return d
+
+    def decoded_calls(self) -> list[dict]:
+        """The recorded calls with args, kwargs and values decoded to Python objects."""
+        from . import plaindata
+
+        out = []
+        for c in self.calls or []:
+            d = {"args": tuple(plaindata.decode(c["args"])), "kwargs": plaindata.decode(c["kwargs"])}
+            if "value" in c:
+                d["value"] = plaindata.decode(c["value"])
+            else:
+                d["raised"] = dict(c["raised"])
+            out.append(d)
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Verdict":
@@ -75,6 +96,7 @@ class Verdict:
             stderr=d.get("stderr", ""),
             wall_s=float(d.get("wall_s", 0.0)),
             layers={str(k): bool(v) for k, v in (d.get("layers") or {}).items()},
+            calls=d.get("calls"),
         )
 
     @classmethod

@@ -100,7 +100,8 @@ def main(argv: list[str]) -> None:
                     v = Verdict.sandbox_error(fatal)
                 elif job["op"] == "check":
                     run = judge.CheckRun(spawner, cfg, job["code"], job["test"], job["entry_point"],
-                                         float(job["timeout_s"]), int(job["memory_mb"]), job.get("prelude"))
+                                         float(job["timeout_s"]), int(job["memory_mb"]), job.get("prelude"),
+                                         record_calls=bool(job.get("record_calls")))
                     run.layers = layers
                     v = run.execute()
                 elif job["op"] == "run":

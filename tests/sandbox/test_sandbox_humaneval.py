@@ -108,3 +108,26 @@ def test_failure_line_quotes_the_failing_assert(pool):
     v = pool.check("def f(x):\n    return 2 if x == 1 else 0\n", test, "f")
     assert v.status == "failed"
     assert v.failure.line == "assert candidate([1, 2]) == 3"
+
+
+def test_record_calls_returns_every_entry_point_call_in_order(pool, problems):
+    p = next(p for p in problems if p["task_id"] == "HumanEval/8")   # returns tuples, tests []
+    v = pool.check(p["prompt"] + p["canonical_solution"], p["test"], p["entry_point"], record_calls=True)
+    assert v.passed
+    calls = v.decoded_calls()
+    assert [c["args"] for c in calls] == [([],), ([1, 1, 1],), ([100, 0],), ([3, 5, 7],), ([10],)]
+    assert calls[0]["value"] == (0, 1) and type(calls[0]["value"]) is tuple
+    # without the flag nothing is recorded
+    assert pool.check(p["prompt"] + p["canonical_solution"], p["test"], p["entry_point"]).calls is None
+
+
+def test_record_calls_keeps_raised_exceptions_and_the_verdict(pool):
+    code = "def f(x):\n    if x < 0:\n        raise ValueError('neg')\n    return x * 2\n"
+    test = ("def check(candidate):\n    assert candidate(2) == 4\n    try:\n        candidate(-1)\n"
+            "    except ValueError:\n        pass\n    assert candidate(x=3) == 5\n")
+    v = pool.check(code, test, "f", record_calls=True)
+    assert v.status == "failed"                       # the last assert fails: 6 != 5
+    calls = v.decoded_calls()
+    assert calls[0] == {"args": (2,), "kwargs": {}, "value": 4}
+    assert calls[1]["raised"]["type"] == "ValueError" and calls[1]["args"] == (-1,)
+    assert calls[2] == {"args": (), "kwargs": {"x": 3}, "value": 6}
