@@ -28,7 +28,13 @@ def _cmd_design(args) -> int:
 def _cmd_validate_content(args) -> int:
     from capa_hf.validate_content import main as validate_main
 
-    return validate_main(strict=not args.allow_missing)
+    return validate_main(strict=not args.allow_missing, sandbox=not args.no_sandbox, tasks=args.tasks)
+
+
+def _cmd_regen_tests(args) -> int:
+    from capa_hf.variants.commands import regen_tests
+
+    return regen_tests(args.tasks, check=args.check)
 
 
 def _cmd_build(args) -> int:
@@ -75,7 +81,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate-content", help="check the curated keypoints, personas and lexicons")
     v.add_argument("--allow-missing", action="store_true", help="do not require all 164 tasks")
+    v.add_argument("--no-sandbox", action="store_true",
+                   help="skip running variants, references and misreadings in the sandbox")
+    v.add_argument("--tasks", nargs="*", default=None,
+                   help="run the sandbox checks only for these task ids or numbers")
     v.set_defaults(func=_cmd_validate_content)
+
+    rg = sub.add_parser("regen-tests", help="regenerate the variant tests by differential execution (sandbox)")
+    rg.add_argument("--tasks", nargs="*", default=None, help="task ids or numbers (default: all with variants)")
+    rg.add_argument("--check", action="store_true", help="only check that the committed tests are current")
+    rg.set_defaults(func=_cmd_regen_tests)
 
     b = sub.add_parser("build", help="build the dataset (Stages 1-3) into a folder")
     b.add_argument("--out", default="dist/capa")

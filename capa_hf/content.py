@@ -10,6 +10,7 @@ from capa_hf.data_files import load_record, parse_record, read_yaml
 from capa_hf.errors import DataFileError
 from capa_hf.paths import DATA_DIR
 from capa_hf.schema import Lexicon, Mechanism, Persona, TaskContent
+from capa_hf.schema.convention import Dimension, VariantSource
 
 
 def load_mechanisms(path: Path | None = None) -> dict[str, Mechanism]:
@@ -65,6 +66,49 @@ def load_task_contents(folder: Path | None = None) -> dict[str, TaskContent]:
     return out
 
 
+def load_dimensions(path: Path | None = None) -> dict[str, Dimension]:
+    path = path or DATA_DIR / "conventions.yaml"
+    raw = read_yaml(path)
+    if not isinstance(raw, dict) or not isinstance(raw.get("dimensions"), list):
+        raise DataFileError(path, "expected a top-level 'dimensions' list", field="dimensions")
+    out: dict[str, Dimension] = {}
+    constants: set[str] = set()
+    for i, item in enumerate(raw["dimensions"]):
+        dim = parse_record(Dimension, item, path, prefix=("dimensions", i))
+        if dim.id in out:
+            raise DataFileError(path, f"duplicate dimension id {dim.id!r}", field=f"dimensions.{i}.id")
+        if dim.constant in constants:
+            raise DataFileError(path, f"duplicate constant {dim.constant!r}", field=f"dimensions.{i}.constant")
+        out[dim.id] = dim
+        constants.add(dim.constant)
+    return out
+
+
+def variant_file(task_id: str, folder: Path | None = None) -> Path:
+    return (folder or DATA_DIR / "variants") / f"{task_id.replace('/', '_')}.yaml"
+
+
+def load_variant_sources(folder: Path | None = None, dimensions: dict[str, Dimension] | None = None
+                         ) -> dict[str, VariantSource]:
+    """Every task's variant source, checked against the dimensions it names."""
+    folder = folder or DATA_DIR / "variants"
+    dims = dimensions if dimensions is not None else load_dimensions()
+    out = {}
+    for path in sorted(folder.glob("HumanEval_*.yaml")):
+        rec = load_record(VariantSource, path)
+        if variant_file(rec.task_id, folder).name != path.name:
+            raise DataFileError(path, f"task_id {rec.task_id!r} does not match the file name", field="task_id")
+        for d, v in rec.dimensions.items():
+            if d not in dims:
+                raise DataFileError(path, f"unknown dimension {d!r}; known: {', '.join(sorted(dims))}",
+                                    field=f"dimensions.{d}")
+            if v not in dims[d].value_ids():
+                raise DataFileError(path, f"{v!r} is not a value of {d}; expected one of {dims[d].value_ids()}",
+                                    field=f"dimensions.{d}")
+        out[rec.task_id] = rec
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0].split("/")[1])))
+
+
 def load_controls(path: Path | None = None) -> dict:
     path = path or DATA_DIR / "controls.yaml"
     raw = read_yaml(path)
@@ -84,11 +128,16 @@ class Content:
     lexicons: dict[str, Lexicon]
     tasks: dict  # task_id -> TaskContent
     controls: dict
+    dimensions: dict  # dimension id -> Dimension
+    variants: dict    # task_id -> VariantSource
 
 
 @lru_cache(maxsize=1)
 def load_content() -> Content:
+    dimensions = load_dimensions()
     return Content(
+        dimensions=dimensions,
+        variants=load_variant_sources(dimensions=dimensions),
         mechanisms=load_mechanisms(),
         personas=load_personas(),
         lexicons=load_lexicons(),

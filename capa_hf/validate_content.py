@@ -26,6 +26,7 @@ class ContentReport:
     n_tasks: int = 0
     n_keypoints: int = 0
     n_personas: int = 0
+    variants: object | None = None      # VariantReport when the sandbox checks ran
 
     @property
     def ok(self) -> bool:
@@ -35,6 +36,8 @@ class ContentReport:
         lines = [f"tasks: {self.n_tasks}  keypoints: {self.n_keypoints}  "
                  f"mean per task: {self.n_keypoints / max(self.n_tasks, 1):.2f}  personas: {self.n_personas}"]
         lines += [f"  {c:20} {self.categories[c]}" for c in CATEGORIES]
+        if self.variants is not None:
+            lines += self.variants.lines()
         lines += [f"ERROR {e}" for e in self.errors]
         lines.append("content OK" if self.ok else f"{len(self.errors)} problems")
         return "\n".join(lines)
@@ -90,7 +93,26 @@ def check_personas(content: Content, report: ContentReport) -> None:
             report.errors.append(f"lexicons/{lid}.yaml: no terms for {lacking}")
 
 
-def validate(strict: bool = True) -> ContentReport:
+def check_variants(content: Content, report: ContentReport, strict: bool, only: set[str] | None = None) -> None:
+    """Run every variant, reference and misreading in the sandbox (see capa_hf/variants/verify.py)."""
+    from sandbox import SandboxPool
+
+    from capa_hf.variants.verify import verify_variants
+
+    sources = {t: s for t, s in content.variants.items() if only is None or t in only}
+    missing = [t for t in content.tasks if t not in content.variants and (only is None or t in only)]
+    if only is not None and missing:
+        report.errors.append(f"no variants file for {missing}")
+    if strict and missing:
+        report.errors.append(f"{len(missing)} tasks have no variants file (capa_hf/data/variants/), "
+                             f"e.g. {missing[:3]}")
+    with SandboxPool() as pool:
+        vr = verify_variants(sources, load_tasks(), content.tasks, content.dimensions, pool)
+    report.variants = vr
+    report.errors += vr.errors
+
+
+def validate(strict: bool = True, sandbox: bool = True, tasks: list[str] | None = None) -> ContentReport:
     report = ContentReport()
     try:
         content = load_content()
@@ -99,10 +121,13 @@ def validate(strict: bool = True) -> ContentReport:
         return report
     check_tasks(content, report, strict)
     check_personas(content, report)
+    if sandbox:
+        only = {t if t.startswith("HumanEval/") else f"HumanEval/{t}" for t in tasks} if tasks else None
+        check_variants(content, report, strict and only is None, only)
     return report
 
 
-def main(strict: bool = True) -> int:
-    report = validate(strict=strict)
+def main(strict: bool = True, sandbox: bool = True, tasks: list[str] | None = None) -> int:
+    report = validate(strict=strict, sandbox=sandbox, tasks=tasks)
     print(report.summary())
     return 0 if report.ok else 1

@@ -1,0 +1,104 @@
+"""Personal conventions (dataset v0.2): dimensions, their values, and per-task variant sources.
+
+A *dimension* is a choice that recurs across tasks and that one user always makes the same way
+(list or tuple, ascending or descending, ...). A cell's *profile* fixes one value per dimension.
+A task's *variant source* says which dimensions the task exercises, which value HumanEval's own
+behaviour corresponds to, and gives one parametrized reference that reads the dimension
+constants; a *variant* is the task under one combination of values.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from capa_hf.schema.base import Record, no_blank
+
+Operation = Literal["lexicon", "vague", "habitual", "operator", "deixis", "remove"]
+
+
+class DimensionValue(Record):
+    id: str = Field(pattern=r"^[a-z_]+$")
+    habit: tuple[str, ...] = Field(min_length=1, description="The value as the user's standing habit.")
+    state: tuple[str, ...] = Field(min_length=1, description="The value stated plainly in a request.")
+
+    @field_validator("habit", "state")
+    @classmethod
+    def _texts(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return no_blank(v)
+
+
+class Dimension(Record):
+    id: str = Field(pattern=r"^[a-z_]+$")
+    name: str = Field(min_length=1)
+    constant: str = Field(pattern=r"^[A-Z][A-Z_]*$", description="Name a parametrized reference reads.")
+    summary: str = Field(min_length=1)
+    questions: tuple[str, ...] = Field(min_length=2, description="How an assistant asks about it.")
+    vague: dict[Operation, tuple[str, ...]] = Field(
+        description="Value-neutral obscured phrasings per Stage 1 operation ('remove' is silence).")
+    values: tuple[DimensionValue, ...] = Field(min_length=2, max_length=3)
+
+    @field_validator("questions")
+    @classmethod
+    def _questions(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return no_blank(v)
+
+    @model_validator(mode="after")
+    def _check(self) -> "Dimension":
+        ids = [v.id for v in self.values]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"duplicate value ids {ids}")
+        for op in ("lexicon", "vague", "habitual", "operator", "deixis"):
+            forms = self.vague.get(op)
+            if not forms or any(not f.strip() for f in forms):
+                raise ValueError(f"vague.{op} needs at least one phrasing")
+        return self
+
+    def value_ids(self) -> tuple[str, ...]:
+        return tuple(v.id for v in self.values)
+
+    def value(self, value_id: str) -> DimensionValue:
+        for v in self.values:
+            if v.id == value_id:
+                return v
+        raise KeyError(f"dimension {self.id} has no value {value_id!r}; expected one of {self.value_ids()}")
+
+
+class TaskNouns(Record):
+    result: str = Field(default="the result", min_length=1)
+    input: str = Field(default="the input", min_length=1)
+
+
+class VariantSource(Record):
+    """Everything curated for one task beyond its keypoints (capa_hf/data/variants/<task>.yaml)."""
+
+    task_id: str = Field(pattern=r"^HumanEval/\d+$")
+    nouns: TaskNouns = Field(default_factory=TaskNouns, description="Nouns the phrase templates fill in.")
+    float_tolerance: float | None = Field(
+        default=None, gt=0, description="Absolute tolerance for float results, as HumanEval's own test "
+                                        "uses for this task; None compares exactly.")
+    dimensions: dict[str, str] = Field(
+        default_factory=dict, description="Dimension id -> the value HumanEval's own behaviour corresponds to.")
+    convention_keypoints: dict[str, str] = Field(
+        default_factory=dict, description="Keypoint id -> dimension it is about; hidden only as that convention.")
+    neutral_plain: dict[str, str] = Field(
+        default_factory=dict, description="Keypoint id -> a plain line that states no dimension's value.")
+    boundary_inputs: tuple[str, ...] = Field(
+        default=(), description="Extra calls as Python argument lists, e.g. \"[], 3\".")
+    reference: str = Field(min_length=1, description="Clean reference; may read the dimension constants.")
+    misreadings: dict[str, str] = Field(
+        default_factory=dict, description="Task keypoint id -> a plausible wrong reading (code) the tests refuse.")
+    asks: dict[str, str] = Field(default_factory=dict, description="Keypoint id -> a second phrasing of its question.")
+    not_hideable: dict[str, str] = Field(
+        default_factory=dict, description="Keypoint id -> why it cannot be a hidden task item.")
+
+    @model_validator(mode="after")
+    def _check(self) -> "VariantSource":
+        for kp, dim in self.convention_keypoints.items():
+            if dim not in self.dimensions:
+                raise ValueError(f"convention_keypoints.{kp} names {dim!r}, which is not in dimensions")
+        both = set(self.convention_keypoints) & set(self.misreadings)
+        if both:
+            raise ValueError(f"keypoints {sorted(both)} are convention keypoints and cannot have misreadings")
+        return self
