@@ -109,14 +109,39 @@ def load_variant_sources(folder: Path | None = None, dimensions: dict[str, Dimen
     return dict(sorted(out.items(), key=lambda kv: int(kv[0].split("/")[1])))
 
 
-def load_controls(path: Path | None = None) -> dict:
-    path = path or DATA_DIR / "controls.yaml"
+def _load_lines(path: Path, keys: tuple[str, ...]) -> dict:
     raw = read_yaml(path)
-    for key in ("habitual", "operator", "deixis", "lexicon_gloss", "operator_concession",
-                "failing_check", "nothing_left"):
+    if not isinstance(raw, dict):
+        raise DataFileError(path, "expected a mapping of phrase lists")
+    for key in keys:
         if key not in raw or not raw[key]:
             raise DataFileError(path, "missing or empty", field=key)
     return raw
+
+
+STAGE1_KEYS = ("habitual", "operator", "deixis", "lexicon_gloss", "operator_concession")
+USER_KEYS = ("failing_check", "nothing_left")
+ASSISTANT_KEYS = ("ask", "submit", "applied", "guess", "repair")
+
+
+def load_stage1_phrases(path: Path | None = None) -> dict:
+    """Stage 1 phrase families (capa_hf/data/stage1_phrases.yaml)."""
+    return _load_lines(path or DATA_DIR / "stage1_phrases.yaml", STAGE1_KEYS)
+
+
+def load_user_lines(path: Path | None = None) -> dict:
+    """The scripted simulated user's own lines (capa_hf/data/user_lines.yaml)."""
+    return _load_lines(path or DATA_DIR / "user_lines.yaml", USER_KEYS)
+
+
+def load_assistant_lines(path: Path | None = None) -> dict:
+    """The reference assistant's lines in Stage 2 (capa_hf/data/assistant_lines.yaml)."""
+    return _load_lines(path or DATA_DIR / "assistant_lines.yaml", ASSISTANT_KEYS)
+
+
+def load_controls() -> dict:
+    """Stage 1 phrases and the user's lines together (what v0.1 kept in one file)."""
+    return {**load_stage1_phrases(), **load_user_lines()}
 
 
 @dataclass(frozen=True)

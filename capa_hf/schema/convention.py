@@ -22,8 +22,11 @@ class DimensionValue(Record):
     id: str = Field(pattern=r"^[a-z_]+$")
     habit: tuple[str, ...] = Field(min_length=1, description="The value as the user's standing habit.")
     state: tuple[str, ...] = Field(min_length=1, description="The value stated plainly in a request.")
+    applied: tuple[str, ...] = Field(
+        default=(), description="How an assistant names it when applying it from earlier sessions "
+                                "(a short phrase for the {recap} slot, e.g. 'a tuple as usual').")
 
-    @field_validator("habit", "state")
+    @field_validator("habit", "state", "applied")
     @classmethod
     def _texts(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         return no_blank(v)
