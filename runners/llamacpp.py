@@ -14,6 +14,12 @@ recomputing its history after other conversations ran in between.  (llama-cpp-py
 ``LlamaRAMCache`` is not used: its saved states also copy a logits buffer of up to
 ``n_batch x n_vocab`` floats, ~300 MB each for Qwen's vocabulary.)
 
+Sampling: temperature, top_p, top_k, min_p and the per-request seed go to llama.cpp
+(``create_completion(seed=...)`` reseeds its sampler, so distinct seeds give independent
+samples); a field left None is off (top_p 1, top_k 0, min_p 0), temperature None is
+llama.cpp's 0.8; the repeat penalty is off.  Stop strings go to llama.cpp and are applied
+again to the visible text; a ``<think>`` block, should a model write one, is stripped.
+
 Greedy decoding is deterministic for a given sequence of requests; reusing a cached prefix
 evaluates fewer tokens in a batch, which can flip near-tie tokens compared with evaluating
 the whole prompt at once, so the same prompt may get a slightly different reply depending
@@ -31,7 +37,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from .model_assets import ASSETS, ensure_model, find_asset
+from .thinking import split_reply
 from .types import ChatRequest, ChatResult
+
+DEFAULT_TEMPERATURE = 0.8  # llama.cpp's own default, used when Sampling.temperature is None
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -209,7 +218,7 @@ class LlamaCppEngine:
             "engine": self.name, "model": self.model, "model_path": str(self.model_path),
             "n_ctx": self.n_ctx, "n_threads": self.n_threads, "chat_template": self.template_source,
             "state_cache_mb": self.state_cache_mb if self._states is not None else 0,
-            "sampler": {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0},
+            "sampler": {"unset": "temperature 0.8, top_p/top_k/min_p off", "repeat_penalty": 1.0},
             "llama_cpp_version": _llama_cpp_version(),
         }
 
@@ -252,10 +261,10 @@ class LlamaCppEngine:
             out = self.llm.create_completion(
                 prompt=tokens,
                 max_tokens=min(s.max_tokens, self.n_ctx - n_prompt),
-                temperature=s.temperature,
-                top_p=s.top_p,
-                top_k=0,
-                min_p=0.0,
+                temperature=DEFAULT_TEMPERATURE if s.temperature is None else s.temperature,
+                top_p=1.0 if s.top_p is None else s.top_p,
+                top_k=s.top_k or 0,
+                min_p=s.min_p or 0.0,
                 repeat_penalty=1.0,
                 seed=s.seed,
                 stop=stop,
@@ -267,10 +276,12 @@ class LlamaCppEngine:
             self._states.save()
         choice = out["choices"][0]
         usage = out.get("usage") or {}
-        finish = "length" if choice.get("finish_reason") == "length" else "stop"
+        rep = split_reply(choice.get("text") or "", "length" if choice.get("finish_reason") == "length" else "stop",
+                          stop=s.stop)
         return ChatResult(
-            text=choice.get("text") or "",
-            finish_reason=finish,
+            text=rep.text,
+            finish_reason=rep.finish_reason,
+            cut_in_thinking=rep.cut_in_thinking,
             prompt_tokens=int(usage.get("prompt_tokens", n_prompt)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
             cached_tokens=cached,

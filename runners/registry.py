@@ -1,20 +1,29 @@
 """``make_engine(spec, **options)``: build an engine from a short spec string.
 
-Specs::
+Specs and their main options (``runners.options.engine_options(spec)`` lists them all; an
+unknown option is refused with that list)::
 
-    scripted                         options fn=... or table=... (see ScriptedEngine)
+    scripted                         fn=... / request_fn=... / table=... (see ScriptedEngine)
     llamacpp                         embedded default model (Qwen2.5-Coder-0.5B-Instruct Q4_K_M)
     llamacpp:qwen2.5-coder-1.5b      a bundled model by name
-    llamacpp:/path/model.gguf        any local GGUF file
-    vllm:<hf model id or path>       options: tensor_parallel_size, data_parallel_size, max_model_len,
-                                     enable_thinking, gpu_memory_utilization, date_string /
-                                     llama_date_string, seed, llm_kwargs...
-    openai:<model>@<base_url>        options: api_key / api_key_env, concurrency, max_retries, timeout_s
+    llamacpp:/path/model.gguf        any local GGUF file; n_ctx, n_threads, state_cache_mb, llama.cpp's own
+    vllm:<hf model id or path>       tensor_parallel_size, data_parallel_size (replicas; dense models only),
+                                     max_model_len, gpu_memory_utilization, enable_thinking, keep_thinking,
+                                     date_string, seed, dtype, enforce_eager, max_num_seqs, quantization,
+                                     ... (vllm_engine.LLM_OPTIONS), llm_kwargs={...} for any other LLM() argument
+    openai:<model>@<url>[,<url>...]  several URLs: replicas, conversations spread by affinity;
+                                     api_key / api_key_env, concurrency (per server), max_retries, timeout_s,
+                                     max_tokens_field (auto | max_tokens | max_completion_tokens),
+                                     enable_thinking, keep_thinking, extra_body, headers
+
+From text (a CLI): ``make_engine(spec, **parse_engine_args(["tensor_parallel_size=4", ...]))``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
+
+from .options import check_engine_options, engine_name
 
 ENGINES = ("llamacpp", "openai", "scripted", "vllm")
 
@@ -44,8 +53,8 @@ def _vllm(arg: str, **options: Any) -> Any:
 def _openai(arg: str, **options: Any) -> Any:
     from .openai_engine import OpenAIEngine, parse_openai_spec
 
-    model, base_url = parse_openai_spec(arg)
-    return OpenAIEngine(model, base_url, **options)
+    model, urls = parse_openai_spec(arg)
+    return OpenAIEngine(model, urls, **options)
 
 
 _BUILDERS: dict[str, Callable[..., Any]] = {
@@ -54,12 +63,11 @@ _BUILDERS: dict[str, Callable[..., Any]] = {
 
 
 def make_engine(spec: str, **options: Any) -> Any:
-    """Build the engine named by ``spec`` (see the module doc).  Unknown names raise ValueError."""
-    if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"engine spec must be a non-empty string, got {spec!r}; "
-                         f"known engines: {', '.join(ENGINES)}")
-    name, _, arg = spec.strip().partition(":")
-    builder = _BUILDERS.get(name.lower())
-    if builder is None:
-        raise ValueError(f"unknown engine {name!r} in spec {spec!r}; known engines: {', '.join(ENGINES)}")
-    return builder(arg, **options)
+    """Build the engine named by ``spec`` (see the module doc).
+
+    An unknown engine name, or an option that engine does not take, raises ValueError
+    (naming it and listing the known ones) before anything is loaded.
+    """
+    name = engine_name(spec)
+    check_engine_options(spec, options)
+    return _BUILDERS[name](spec.strip().partition(":")[2], **options)

@@ -1,7 +1,10 @@
 """A deterministic engine for tests and benchmarks.
 
-Replies come from a function ``fn(messages: list[dict]) -> str`` or from a table keyed by
-the last user message or by the whole conversation (``messages_json`` of it).  Tokens are
+Replies come from a function ``fn(messages: list[dict]) -> str``, from
+``request_fn(request: ChatRequest)`` (which sees the sampling, seed included: the scripted
+engine itself ignores the seed and every decoding field), or from a table keyed by the last
+user message or by the whole conversation (``messages_json`` of it).  A reply that is a
+:class:`ChatResult` is returned as it is (to script errors or cut-off replies).  Tokens are
 counted approximately (whitespace split) so that accounting works.  ``max_tokens`` and
 ``stop`` are honoured the same way a real engine would.  Optional per-token work makes the
 engine cost something, for benchmarks.
@@ -13,6 +16,7 @@ import hashlib
 import time
 from typing import Any, Callable, Mapping, Sequence
 
+from .thinking import cut_at_stop
 from .types import ChatRequest, ChatResult, messages_json
 
 
@@ -28,15 +32,17 @@ class ScriptedEngine:
         fn: Callable[[list[dict[str, str]]], Any] | None = None,
         table: Mapping[str, str] | None = None,
         *,
+        request_fn: Callable[[ChatRequest], Any] | None = None,
         model: str = "scripted",
         default: str | None = None,
         per_token_s: float = 0.0,
         per_token_work: int = 0,
         per_batch_s: float = 0.0,
     ) -> None:
-        if fn is None and table is None and default is None:
-            raise ValueError("scripted engine needs fn=... or table=... (or default=...)")
+        if fn is None and table is None and default is None and request_fn is None:
+            raise ValueError("scripted engine needs fn=..., request_fn=... or table=... (or default=...)")
         self.fn = fn
+        self.request_fn = request_fn
         self.table = dict(table or {})
         self.model = model
         self.default = default
@@ -56,6 +62,8 @@ class ScriptedEngine:
         return {}
 
     def _reply(self, request: ChatRequest) -> Any:
+        if self.request_fn is not None:
+            return self.request_fn(request)
         msgs = request.message_dicts()
         if self.fn is not None:
             return self.fn(msgs)
@@ -85,12 +93,8 @@ class ScriptedEngine:
                                       latency_s=time.perf_counter() - t0)
         if isinstance(reply, ChatResult):
             return reply
-        text = str(reply)
+        text, _ = cut_at_stop(str(reply), request.sampling.stop)
         finish = "stop"
-        for s in request.sampling.stop:
-            j = text.find(s)
-            if j >= 0:
-                text = text[:j]
         words = text.split()
         if len(words) > request.sampling.max_tokens:
             text = " ".join(words[: request.sampling.max_tokens])

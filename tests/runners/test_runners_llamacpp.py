@@ -75,6 +75,15 @@ def test_chatml_fallback_options_and_sampling(fake_engine):
     assert kw["top_k"] == 0 and kw["min_p"] == 0.0
 
 
+def test_set_sampling_fields_and_seed_reach_llama_cpp(fake_engine):
+    eng, llm = fake_engine
+    eng.generate([_req("a", temperature=0.6, top_p=0.95, top_k=20, min_p=0.05, seed=11),
+                  _req("b", temperature=None, seed=12)])
+    (_, kw_a), (_, kw_b) = llm.calls
+    assert (kw_a["temperature"], kw_a["top_p"], kw_a["top_k"], kw_a["min_p"], kw_a["seed"]) == (0.6, 0.95, 20, 0.05, 11)
+    assert (kw_b["temperature"], kw_b["top_p"], kw_b["top_k"], kw_b["seed"]) == (0.8, 1.0, 0, 12)
+
+
 def test_overlong_and_failing_requests_do_not_sink_the_batch(fake_engine):
     eng, llm = fake_engine
     out = eng.generate([_req("ok"), _req("x" * 300), _req("CRASH"), _req("fine")])

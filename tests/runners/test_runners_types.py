@@ -1,16 +1,22 @@
 import pytest
 
-from runners import ChatRequest, ChatResult, Sampling, strip_thinking
+from runners import ChatRequest, ChatResult, Sampling, derive_seed, strip_thinking
+from runners.thinking import split_reply, template_thinks
 
 
-def test_sampling_defaults_are_greedy():
+def test_sampling_defaults_are_greedy_and_leave_the_rest_to_the_model():
     s = Sampling()
-    assert (s.temperature, s.top_p, s.max_tokens, s.seed, s.stop) == (0.0, 1.0, 512, 0, ())
+    assert (s.temperature, s.max_tokens, s.seed, s.stop) == (0.0, 512, 0, ())
+    assert (s.top_p, s.top_k, s.min_p) == (None, None, None)  # not set: generation_config decides
+    assert s.overrides() == {"temperature": 0.0, "seed": 0}
+    assert Sampling(temperature=None, seed=None).overrides() == {}
 
 
 @pytest.mark.parametrize("kwargs, word", [
-    ({"temperature": -1}, "temperature"), ({"top_p": 0}, "top_p"), ({"max_tokens": 0}, "max_tokens"),
-    ({"seed": 1.5}, "seed"), ({"stop": ("",)}, "stop"),
+    ({"temperature": -1}, "temperature"), ({"temperature": float("nan")}, "temperature"),
+    ({"top_p": 0}, "top_p"), ({"top_p": 1.5}, "top_p"), ({"max_tokens": 0}, "max_tokens"),
+    ({"seed": 1.5}, "seed"), ({"seed": True}, "seed"), ({"stop": ("",)}, "stop"),
+    ({"top_k": -1}, "top_k"), ({"top_k": 2.0}, "top_k"), ({"min_p": 1.1}, "min_p"), ({"min_p": "0"}, "min_p"),
 ])
 def test_sampling_rejects_bad_values(kwargs, word):
     with pytest.raises(ValueError, match=word):
@@ -18,10 +24,20 @@ def test_sampling_rejects_bad_values(kwargs, word):
 
 
 def test_sampling_stop_list_becomes_tuple_and_roundtrips():
-    s = Sampling(stop=["</s>", "\n\n"])
+    s = Sampling(stop=["</s>", "\n\n"], top_k=20, min_p=0.0, top_p=0.95, temperature=0.6)
     assert s.stop == ("</s>", "\n\n")
     assert Sampling.from_dict(s.to_dict()) == s
     hash(s)
+    with pytest.raises(ValueError, match="unknown Sampling field.*topk"):
+        Sampling.from_dict({"topk": 3})
+
+
+def test_derive_seed_is_stable_and_spreads():
+    assert derive_seed(0, "C01-s3", 0, 1) == derive_seed(0, "C01-s3", 0, 1)
+    seeds = {derive_seed(0, "C01-s3", trial, turn) for trial in range(4) for turn in range(8)}
+    assert len(seeds) == 32 and all(0 <= x < 2 ** 31 for x in seeds)
+    assert derive_seed(1, "C01-s3", 0, 1) != derive_seed(0, "C01-s3", 0, 1)
+    assert derive_seed(0, "a", 1) != derive_seed(0, "a1")  # parts are kept apart
 
 
 def test_chat_request_from_messages_and_back():
@@ -31,6 +47,14 @@ def test_chat_request_from_messages_and_back():
     assert r.message_dicts() == msgs
     assert r.last_user_message == "hi"
     hash(r)
+
+
+def test_affinity_is_not_part_of_equality():
+    msgs = [{"role": "user", "content": "hi"}]
+    a = ChatRequest.from_messages(msgs, affinity="C01")
+    assert a.affinity == "C01" and a == ChatRequest.from_messages(msgs) and hash(a) == hash(ChatRequest.from_messages(msgs))
+    with pytest.raises(ValueError, match="affinity"):
+        ChatRequest.from_messages(msgs, affinity=3)
 
 
 @pytest.mark.parametrize("msgs, word", [
@@ -49,6 +73,8 @@ def test_chat_request_rejects_bad_messages(msgs, word):
 def test_chat_result_roundtrip():
     r = ChatResult("x", "stop", 1, 2, 0, 0.5)
     assert ChatResult.from_dict(r.to_dict()) == r
+    cut = ChatResult("", "length", cut_in_thinking=True, thinking="hmm")
+    assert ChatResult.from_dict(cut.to_dict()) == cut
     assert r.ok and not ChatResult.failure("boom").ok
 
 
@@ -58,3 +84,24 @@ def test_strip_thinking():
     assert strip_thinking("<think>never closed") == ("", True)
     assert strip_thinking("reasoning only, cut", expect_thinking=True) == ("", True)
     assert strip_thinking("x</think>y</think> z") == ("z", True)
+
+
+@pytest.mark.parametrize("raw, finish, expect, want", [
+    # (text, finish_reason, thinking, cut)
+    ("<think>a <user> b</think>\n\nanswer\n<user> more", "stop", False, ("answer\n", "stop", "a <user> b", False)),
+    ("<think>a</think>answer runs on", "length", False, ("answer runs on", "length", "a", False)),
+    ("<think>still going", "length", False, ("", "length", "still going", True)),
+    ("reasoning, template opened", "length", True, ("", "length", "reasoning, template opened", True)),
+    ("reasoning</think>\n\nok</assistant>", "stop", True, ("ok", "stop", "reasoning", False)),
+    ("plain answer <user> x", "length", False, ("plain answer ", "stop", "", False)),
+    ("plain answer, no markers", "stop", True, ("plain answer, no markers", "stop", "", False)),
+])
+def test_split_reply(raw, finish, expect, want):
+    rep = split_reply(raw, finish, stop=("<user>", "</assistant>"), expect_thinking=expect)
+    assert (rep.text, rep.finish_reason, rep.thinking, rep.cut_in_thinking) == want
+
+
+def test_split_reply_earliest_stop_and_no_strip():
+    assert split_reply("x B y A z", "stop", stop=("A", "B")).text == "x "
+    assert split_reply("<think>t</think>a", "stop", strip=False).text == "<think>t</think>a"
+    assert template_thinks("{% if enable_thinking %}") and template_thinks("<think>") and not template_thinks(None)
