@@ -16,7 +16,9 @@ never sees batching.  An episode that raises fails alone; the others go on.
 
 If an engine itself raises (interrupt, endpoint down), the driver closes the live
 episodes and re-raises: every batch already returned is in the cache and every finished
-episode has gone through ``on_done``, so the caller can rerun and resume.
+episode has gone through ``on_done``, so the caller can rerun and resume.  With
+``abort_on_failed_batch=True`` a batch whose every result is an error counts as such an
+engine failure (see :func:`run_episodes`).
 """
 
 from __future__ import annotations
@@ -35,11 +37,17 @@ from .usage import BatchRecord, RunStats, Usage
 
 @dataclass
 class Call:
-    """A model call an episode asks for: which role's engine, the conversation, sampling."""
+    """A model call an episode asks for: which role's engine, the conversation, sampling.
+
+    ``affinity``: an optional key (e.g. a benchmark cell id) that engines with several
+    replicas use to keep related conversations on one replica (runners/affinity.py).  It is
+    not part of the completion-cache key.
+    """
 
     role: str
     messages: Sequence[Mapping[str, str]]
     sampling: Sampling = field(default_factory=Sampling)
+    affinity: str | None = None
 
 
 @dataclass
@@ -60,6 +68,7 @@ class EpisodeOutcome:
 
 
 Episode = Generator[Call, ChatResult, Any]
+ABORT_MIN_BATCH = 2  # abort_on_failed_batch ignores batches smaller than this
 EpisodeFactory = Callable[[], Episode]
 
 
@@ -130,12 +139,21 @@ def run_episodes(
     on_done: Callable[[str, EpisodeOutcome], None] | None = None,
     max_batch: int | None = None,
     stats: RunStats | None = None,
+    abort_on_failed_batch: bool = False,
 ) -> dict[str, EpisodeOutcome]:
     """Run every episode to completion; return ``{episode id: EpisodeOutcome}`` in input order.
 
     ``engines`` maps role -> engine.  ``max_batch`` caps the requests per ``generate`` call
     (a step's batch for one engine is then sent in several chunks).  Pass a
     :class:`RunStats` as ``stats`` to get calls, batches, tokens, cache hits and timings.
+
+    ``abort_on_failed_batch``: when every result of one ``generate`` call of at least
+    :data:`ABORT_MIN_BATCH` requests is an error (the endpoint rejects everything, a bad
+    option, an outage), raise :class:`EngineError` naming the engine, the batch size and the
+    first error instead of handing the errors to the episodes.  A smaller batch (a
+    run's last straggler) is never taken as a whole-engine failure.  As with any engine
+    exception, finished episodes have already gone through ``on_done`` and every earlier
+    batch is in the cache, so a rerun resumes.
     """
     if max_batch is not None and max_batch < 1:
         raise ValueError(f"max_batch must be >= 1, got {max_batch}")
@@ -193,7 +211,7 @@ def run_episodes(
                 continue
             try:
                 sampling = call.sampling if call.sampling is not None else Sampling()
-                request = ChatRequest.from_messages(call.messages, sampling)
+                request = ChatRequest.from_messages(call.messages, sampling, affinity=call.affinity)
             except (ValueError, TypeError) as exc:
                 pending_exc = exc
                 continue
@@ -228,7 +246,7 @@ def run_episodes(
                 engine = engines[ep.role]
                 groups.setdefault(id(engine), (engine, []))[1].append(ep)
             for engine, eps in groups.values():
-                _run_batch(engine, eps, cache, stats, step, max_batch, advance)
+                _run_batch(engine, eps, cache, stats, step, max_batch, advance, abort_on_failed_batch)
             bar.postfix(live=len(live), failed=stats.failed, calls=stats.calls, hits=stats.cache_hits)
     except BaseException:
         for ep in list(live.values()):
@@ -245,7 +263,8 @@ def run_episodes(
 
 
 def _run_batch(engine: Any, eps: list[_Live], cache: CompletionCache | None, stats: RunStats, step: int,
-               max_batch: int | None, advance: Callable[[_Live, ChatResult | None, bool], None]) -> None:
+               max_batch: int | None, advance: Callable[[_Live, ChatResult | None, bool], None],
+               abort_on_failed_batch: bool = False) -> None:
     label = _engine_label(engine)
     name = getattr(engine, "name", type(engine).__name__)
     model = getattr(engine, "model", "")
@@ -283,6 +302,10 @@ def _run_batch(engine: Any, eps: list[_Live], cache: CompletionCache | None, sta
             if not isinstance(res, ChatResult):
                 res = ChatResult.failure(f"engine {label} returned {type(res).__name__}, not ChatResult")
             results[i] = res
+        if abort_on_failed_batch and len(idx) >= ABORT_MIN_BATCH and not any(results[i].ok for i in idx):
+            first = results[idx[0]].error or "finish_reason=error"  # type: ignore[union-attr]
+            raise EngineError(f"every request of a batch of {len(idx)} to engine {label} failed; "
+                              f"first error: {first}")
         if cache is not None:
             t1 = time.perf_counter()
             cache.put_many((keys[i], name, model, requests[i], results[i]) for i in idx)  # type: ignore[misc]

@@ -214,3 +214,92 @@ def test_fn_returning_chat_result_and_raising():
                          ChatRequest.from_messages([{"role": "user", "content": "raise"}])])
     assert (a.text, a.finish_reason) == ("custom", "length")
     assert b.finish_reason == "error" and "nope" in b.error
+
+
+def _failing(fail):
+    """A scripted engine whose replies fail (error results) while ``fail(request)`` is true."""
+    def reply(request):
+        if fail(request):
+            return ChatResult.failure("HTTP 400: rejected parameter (http://x/v1)")
+        return "ok " + request.last_user_message
+    return ScriptedEngine(request_fn=reply)
+
+
+def test_abort_on_failed_batch_raises_and_keeps_what_finished(cache_path):
+    from runners import CompletionCache, EngineError
+
+    done = []
+    state = {"down": False}
+    eng = _failing(lambda r: state["down"])
+
+    def ep(eid, turns):
+        def f():
+            out = []
+            for t in range(turns):
+                r = yield Call("assistant", [{"role": "user", "content": f"{eid} {t}"}])
+                out.append(r.text)
+                if eid == "short" and t == 0:
+                    state["down"] = True  # the endpoint goes down after the first step
+            return out
+        return f
+
+    eps = {"short": ep("short", 1), "a": ep("a", 3), "b": ep("b", 3)}
+    with CompletionCache(cache_path) as cache:
+        with pytest.raises(EngineError) as err:
+            run_episodes(eps, {"assistant": eng}, cache=cache, progress=False,
+                         on_done=lambda i, o: done.append(i), abort_on_failed_batch=True)
+        msg = str(err.value)
+        assert "batch of 2" in msg and "scripted:scripted" in msg and "HTTP 400: rejected parameter" in msg
+        assert done == ["short"] and len(cache) == 3  # step 1 is cached, the errors are not
+        # the endpoint is back: a rerun serves step 1 from the cache and completes the rest
+        state["down"] = False
+        stats = RunStats()
+        out = run_episodes(eps, {"assistant": _failing(lambda r: False)}, cache=cache, progress=False,
+                           stats=stats, abort_on_failed_batch=True)
+    assert stats.cache_hits == 3 and out["a"].result == ["ok a 0", "ok a 1", "ok a 2"]
+
+
+def test_abort_guard_is_off_by_default_and_ignores_single_failures():
+    eng = _failing(lambda r: "bad" in r.last_user_message)
+    eps = {"x": chat_episode("bad", 2), "y": chat_episode("fine", 2)}
+    out = run_episodes(eps, {"assistant": eng}, progress=False, abort_on_failed_batch=True)
+    assert out["x"].usage.errors == 2 and out["y"].usage.errors == 0  # a mixed batch never aborts
+    solo = run_episodes({"x": chat_episode("bad", 1)}, {"assistant": eng}, progress=False,
+                        abort_on_failed_batch=True)
+    assert solo["x"].usage.errors == 1  # a batch of one is a request's own failure
+    all_bad = {f"bad{i}": chat_episode(f"bad{i}", 1) for i in range(3)}
+    off = run_episodes(all_bad, {"assistant": eng}, progress=False)
+    assert all(o.usage.errors == 1 for o in off.values())
+
+
+def test_call_affinity_reaches_the_request_but_not_the_cache_key():
+    from runners.cache import engine_key
+
+    seen = []
+    eng = ScriptedEngine(request_fn=lambda r: seen.append(r.affinity) or "ok")
+
+    def ep():
+        yield Call("assistant", [{"role": "user", "content": "q"}], affinity="C03")
+        yield Call("assistant", [{"role": "user", "content": "q"}])
+
+    run_episodes({"e": ep}, {"assistant": eng}, progress=False)
+    assert seen == ["C03", None]
+    a, b = eng.seen
+    assert engine_key(eng, a) == engine_key(eng, b)
+
+
+def test_cache_keys_on_the_seed_so_trials_are_independent(cache_path):
+    from runners import CompletionCache, derive_seed
+
+    eng = ScriptedEngine(request_fn=lambda r: f"sample {r.sampling.seed}")
+
+    def trial(k):
+        def f():
+            r = yield Call("assistant", [{"role": "user", "content": "same prompt"}],
+                           Sampling(temperature=0.7, seed=derive_seed(0, "S1", k, 0)))
+            return r.text
+        return f
+
+    with CompletionCache(cache_path) as cache:
+        out = run_episodes({f"t{k}": trial(k) for k in range(4)}, {"assistant": eng}, cache=cache, progress=False)
+        assert len({o.result for o in out.values()}) == 4 and len(cache) == 4
