@@ -266,5 +266,9 @@ class LLM:
                                       num_cached_tokens=cached))
         return outs
 
+    def reset_prefix_cache(self, reset_running_requests: bool = False, reset_connector: bool = False) -> bool:
+        self._seen_prefixes.clear()
+        return True
+
     def get_metrics(self) -> list[Counter]:
         return [Counter(k, v) for k, v in self._counters.items()]
