@@ -1,9 +1,11 @@
 """Offline vLLM engine: one ``LLM`` created once, one ``LLM.chat`` call per batch.
 
-What this adapter relies on in vLLM, read from its source at commit 10fdb8f0 of
-vllm-project/vllm (early 2026, the v0.1x line: ``vllm/entrypoints/llm.py``,
-``vllm/sampling_params.py``, ``vllm/engine/arg_utils.py``); tests/runners/fake_vllm.py
-mirrors these signatures:
+What this adapter relies on in vLLM, read from its source: ``vllm/entrypoints/llm.py`` at
+vllm-project/vllm commit 10fdb8f0 (a main-branch snapshot whose deprecation notes name v0.16 as
+a coming release), and recent ``vllm/sampling_params.py`` and ``vllm/engine/arg_utils.py``
+versions from the same line (their exact commits were not recorded by the source index; an
+older v0.7-era ``arg_utils.py`` was compared for the names that stayed).
+tests/runners/fake_vllm.py mirrors these signatures:
 
 * ``LLM(model, *, tensor_parallel_size, dtype, seed, gpu_memory_utilization, ...,
   **kwargs)``: ``**kwargs`` go to ``EngineArgs`` (a dataclass: an unknown name is a
@@ -32,8 +34,9 @@ mirrors these signatures:
   ``chat_template_kwargs``.  Thinking is *on* when it is True, or None with a template that
   knows a think block (Qwen3 thinks by default).  Then stop strings are not sent to vLLM
   (they would fire inside the thinking) and are applied to the answer after ``</think>``
-  (runners/thinking.py); only the answer is returned; a reply cut inside the thinking is
-  ``cut_in_thinking``.  Llama 3.x templates print today's date unless ``date_string`` is
+  (runners/thinking.py); only the answer is returned; a reply cut inside the thinking
+  (``<think>`` never closed) is ``cut_in_thinking``.  For models whose template opens the
+  think block itself (the reply has only ``</think>``), say ``enable_thinking=True``.  Llama 3.x templates print today's date unless ``date_string`` is
   given; we pin it (recorded in ``describe()``).
 * ``seed`` is per request (``SamplingParams.seed``): distinct seeds, independent samples.
 """
@@ -91,6 +94,10 @@ class VllmCore:
         self.tokenizer = self.llm.get_tokenizer()
         self.thinking_on = enable_thinking is True or (
             enable_thinking is None and template_thinks(getattr(self.tokenizer, "chat_template", None)))
+        # a reply without any think marker counts as cut inside the thinking only when the user
+        # said thinking is on (templates that open <think> themselves); a template that merely
+        # mentions <think> may belong to a model that answers directly
+        self.expect_thinking = enable_thinking is True
         self.model_config = model_config_of(self.llm)
         mml = llm_kwargs.get("max_model_len") or getattr(self.model_config, "max_model_len", None)
         self.max_model_len = int(mml) if mml else None
@@ -139,7 +146,7 @@ class VllmCore:
             return ChatResult.failure(f"vLLM finished with reason {reason!r}", prompt_tokens=n_prompt,
                                       latency_s=latency).to_dict()
         rep = split_reply(getattr(comp, "text", "") or "", finish, stop=s.stop, strip=self.strip,
-                          expect_thinking=self.thinking_on)
+                          expect_thinking=self.expect_thinking)
         return ChatResult(text=rep.text, finish_reason=rep.finish_reason, prompt_tokens=n_prompt,
                           completion_tokens=len(out_ids) if out_ids is not None else 0,
                           cached_tokens=int(getattr(out, "num_cached_tokens", None) or 0), latency_s=latency,

@@ -1,7 +1,8 @@
 """An in-process stand-in for the parts of ``vllm`` the adapter uses, with vLLM's signatures.
 
-Mirrors vllm-project/vllm at commit 10fdb8f0 (``vllm/entrypoints/llm.py``,
-``vllm/sampling_params.py``, ``vllm/engine/arg_utils.py``):
+Mirrors vllm-project/vllm's ``vllm/entrypoints/llm.py`` at commit 10fdb8f0 and recent
+``vllm/sampling_params.py`` / ``vllm/engine/arg_utils.py`` of the same line (see the adapter's
+docstring for what was read):
 
 * ``LLM.__init__`` has the real keyword parameters; its ``**kwargs`` go to ``EngineArgs``,
   so a name that is neither is a TypeError, as in vLLM.  ``data_parallel_size > 1`` raises

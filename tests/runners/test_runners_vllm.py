@@ -110,6 +110,19 @@ def test_thinking_off_sends_stops_and_cut_thinking_leaves_no_answer(fake_vllm):
     assert (cut.text, cut.finish_reason, cut.cut_in_thinking) == ("", "length", True)
 
 
+def test_a_template_that_mentions_think_does_not_blank_a_long_plain_answer(fake_vllm):
+    class PlainModel(fake_vllm.LLM):  # e.g. an instruct model whose template strips <think> from history
+        def __init__(self, model, **kw):
+            super().__init__(model, **kw)
+            self.tokenizer.chat_template = "{{ content.split('</think>')[-1] | replace('<think>', '') }}"
+
+    eng = make_engine("vllm:m", llm_factory=PlainModel)
+    r = eng.generate([_req("q", max_tokens=2, stop=("<user>",))])[0]
+    assert eng.describe()["thinking_on"] is True            # stops withheld, to be safe
+    assert fake_vllm.INSTANCES[-1].chat_calls[0]["params"][0].stop == []
+    assert (r.text, r.finish_reason, r.cut_in_thinking) == ("answer to:", "length", False)
+
+
 def test_overlong_prompt_is_a_length_result_and_the_batch_goes_on(fake_vllm):
     eng = make_engine("vllm:m", max_model_len=40)
     llm = fake_vllm.INSTANCES[-1]
