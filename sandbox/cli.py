@@ -82,17 +82,28 @@ def main(argv: list[str] | None = None) -> int:
             v = pool.check(code, test, args.entry_point, args.timeout, args.memory_mb, prelude)
         else:
             v = pool.run(program, args.timeout, args.memory_mb)
-    if args.json:
-        print(json.dumps(v.to_dict()))
-    else:
-        print(f"status: {v.status}")
-        if v.failure:
-            print(f"failure: {v.failure.type}: {v.failure.message}")
-            if v.failure.line:
-                print(f"line: {v.failure.line}")
-        print(f"wall: {v.wall_s:.3f} s")
-        if v.stdout:
-            print("--- stdout ---\n" + v.stdout.rstrip("\n"))
-        if v.stderr:
-            print("--- stderr ---\n" + v.stderr.rstrip("\n"))
+    # Whatever the verdict holds (text from the submission included), printing it must not
+    # fail: undecodable characters are escaped rather than raising on a strict stdout.
+    try:
+        sys.stdout.reconfigure(errors="backslashreplace")
+    except (AttributeError, ValueError):
+        pass
+    print(format_verdict(v, args.json))
     return 0
+
+
+def format_verdict(v, as_json: bool) -> str:
+    if as_json:
+        return json.dumps(v.to_dict())
+    lines = [f"status: {v.status}"]
+    if v.failure:
+        lines.append(f"failure: {v.failure.type}: {v.failure.message}")
+        if v.failure.line:
+            lines.append(f"line: {v.failure.line}")
+    lines.append(f"wall: {v.wall_s:.3f} s")
+    lines += [f"note: {n}" for n in v.notes]
+    if v.stdout:
+        lines.append("--- stdout ---\n" + v.stdout.rstrip("\n"))
+    if v.stderr:
+        lines.append("--- stderr ---\n" + v.stderr.rstrip("\n"))
+    return "\n".join(lines)

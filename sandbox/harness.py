@@ -9,204 +9,16 @@ from __future__ import annotations
 
 import builtins
 import io
-import linecache
 import marshal
 import os
 import resource
 import sys
 import threading
-import traceback
 
 from . import plaindata
+from .child_env import Channel, audit_hook, exc_info, flush, forget_sources, register_source
 from .limits import Limits, apply_rlimits, job_rlimits
-from .protocol import HEADER, encode_frame, encode_request
-
-REQ_FD = 3   # judge -> child requests
-REP_FD = 4   # child -> judge replies and events
-
-SETUP_FAILED_CODE = 70
-SUBMISSION_FILE = "<submission>"
-PROGRAM_FILE = "<program>"
-
-# Audit events that mean the submission tried something the seccomp filter denies.
-FORBIDDEN_EVENTS = {
-    "socket.__new__": "socket()",
-    "os.fork": "os.fork()",
-    "os.forkpty": "os.forkpty()",
-    "os.posix_spawn": "os.posix_spawn()",
-    "os.spawn": "os.spawn*()",
-    "os.exec": "os.exec*()",
-    "os.system": "os.system()",
-    "subprocess.Popen": "subprocess",
-    "pty.spawn": "pty.spawn()",
-}
-
-_MEMORY_REPLY = encode_frame({"ok": False, "exc": {"type": "MemoryError", "message": "", "errno": None, "line": None}})
-
-
-class Channel:
-    def __init__(self, req_fd: int = REQ_FD, rep_fd: int = REP_FD):
-        self.req_fd = req_fd
-        self.rep_fd = rep_fd
-        self._lock = threading.RLock()
-        self._write = os.write
-
-    def send_bytes(self, data: bytes) -> None:
-        with self._lock:
-            view = memoryview(data)
-            while view:
-                n = self._write(self.rep_fd, view)
-                view = view[n:]
-
-    def send(self, obj) -> None:
-        try:
-            data = encode_frame(obj)
-        except MemoryError:
-            data = _MEMORY_REPLY
-        self.send_bytes(data)
-
-    def recv(self):
-        """The next request from the judge (marshal data, see protocol.encode_request); None at EOF."""
-        fd = self.req_fd
-        head = os.read(fd, 4)
-        while len(head) < 4:
-            more = os.read(fd, 4 - len(head))
-            if not more:
-                return None
-            head += more
-        (n,) = HEADER.unpack(head)
-        data = os.read(fd, n)
-        while len(data) < n:
-            more = os.read(fd, n - len(data))
-            if not more:
-                return None
-            data += more
-        return marshal.loads(data)
-
-
-class _RefuseImports:
-    """Last entry on sys.meta_path: only already-loaded (or built-in) modules can be imported."""
-
-    @staticmethod
-    def find_spec(name, path=None, target=None):
-        raise ModuleNotFoundError(
-            f"No module named {name!r} in the sandbox: only modules preloaded by the sandbox "
-            f"worker can be imported (see sandbox/preload.py)", name=name)
-
-
-# Source text for linecache, split into lines only when something asks for it (a traceback,
-# inspect.getsource, ...): most jobs never do, and splitting costs a child some thirty
-# copy-on-write faults.
-_SOURCES: dict[str, str] = {}
-_plain_updatecache = linecache.updatecache
-
-
-def _updatecache(filename, module_globals=None):
-    source = _SOURCES.pop(filename, None)
-    if source is not None:
-        lines = source.splitlines(True)
-        linecache.cache[filename] = (len(source), None, lines, filename)
-        return lines
-    return _plain_updatecache(filename, module_globals)
-
-
-def register_source(filename: str, source: str) -> None:
-    """Make ``source`` what linecache (and so traceback, inspect) shows for ``filename``."""
-    linecache.cache.pop(filename, None)
-    _SOURCES[filename] = source
-
-
-def install_lazy_sources() -> None:
-    linecache.updatecache = _updatecache
-
-
-def install_import_guard() -> None:
-    from importlib.machinery import BuiltinImporter, FrozenImporter
-    sys.meta_path[:] = [BuiltinImporter, FrozenImporter, _RefuseImports]
-    sys.path[:] = []
-    sys.path_importer_cache.clear()
-    for name in list(sys.modules):
-        if name == "sandbox" or name.startswith("sandbox.") or name in ("pyseccomp", "ctypes", "_ctypes") \
-                or name.startswith("ctypes."):
-            del sys.modules[name]
-
-
-def setup_streams() -> None:
-    sys.stdin = sys.__stdin__ = io.open(0, "r", encoding="utf-8", errors="replace", closefd=False)
-    sys.stdout = sys.__stdout__ = io.open(1, "w", encoding="utf-8", errors="backslashreplace",
-                                         buffering=1, closefd=False)
-    sys.stderr = sys.__stderr__ = io.open(2, "w", encoding="utf-8", errors="backslashreplace",
-                                         buffering=1, closefd=False)
-
-
-def _flush() -> None:
-    for s in (sys.stdout, sys.stderr):
-        try:
-            s.flush()
-        except BaseException:
-            pass
-
-
-def _safe_str(e: BaseException) -> str:
-    try:
-        s = str(e)
-    except BaseException:
-        s = "<unprintable exception>"
-    if type(s) is not str:
-        s = "<unprintable exception>"
-    return s[:2000]
-
-
-def _exc_info(e: BaseException, filename: str) -> dict:
-    info = {"type": "BaseException", "message": "", "errno": None, "line": None, "lineno": None}
-    try:
-        info["type"] = type(e).__name__
-        info["message"] = _safe_str(e)
-        if isinstance(e, OSError) and type(e.errno) is int:
-            info["errno"] = e.errno
-        if isinstance(e, SyntaxError) and type(e.lineno) is int:
-            info["lineno"] = e.lineno
-            info["line"] = (e.text or "").strip()[:500] or None
-        else:
-            tb = e.__traceback__
-            while tb is not None:
-                if tb.tb_frame.f_code.co_filename == filename:
-                    info["lineno"] = tb.tb_lineno
-                tb = tb.tb_next
-            if info["lineno"]:
-                info["line"] = linecache.getline(filename, info["lineno"]).strip()[:500] or None
-        # Mirror what Python would print, for the feedback shown to the model.
-        traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
-    except BaseException:
-        pass
-    return info
-
-
-def _audit_hook_factory(chan: Channel, h: "Harness"):
-    seen: set[str] = set()
-
-    def hook(event, args):
-        what = FORBIDDEN_EVENTS.get(event)
-        if what is None:
-            if event != "os.kill" or len(args) < 1 or args[0] in (0, 1):
-                return
-            what = "os.kill(another process)"
-        if len(seen) > 20:
-            return
-        try:
-            if event == "socket.__new__" and len(args) >= 2:
-                what = f"socket(family={int(args[1])})"
-            # One report per action and call, tagged with the call it happened in, so the
-            # judge can ignore what prefetched calls the real test never made did.
-            tag = f"{what}@{h.seq}"
-            if tag in seen:
-                return
-            seen.add(tag)
-            chan.send({"event": "forbidden", "what": what, "seq": h.seq})
-        except BaseException:
-            pass
-
-    return hook
+from .protocol import PROGRAM_FILE, SETUP_FAILED_CODE, SUBMISSION_FILE, encode_request, error_reply
 
 
 class Harness:
@@ -227,8 +39,7 @@ class Harness:
                                r.ru_utime + r.ru_stime)
             apply_rlimits(plan)
         except BaseException as e:
-            return {"ok": False, "exc": {"type": "SandboxSetupError", "message": f"rlimits: {e}", "errno": None,
-                                         "line": None, "lineno": None}}
+            return error_reply("SandboxSetupError", f"rlimits: {e}")
         self.limited = True
         return None
 
@@ -247,19 +58,17 @@ class Harness:
             else:
                 co = compile(code, SUBMISSION_FILE, "exec", dont_inherit=True)
         except BaseException as e:  # SyntaxError, ValueError (null bytes), MemoryError, RecursionError
-            return {"ok": False, "phase": "compile", "exc": _exc_info(e, SUBMISSION_FILE)}
+            return {"ok": False, "phase": "compile", "exc": exc_info(e, SUBMISSION_FILE)}
         ns = {"__name__": "__submission__", "__builtins__": builtins}
         self.ns = ns
         try:
             exec(co, ns)
         except BaseException as e:
-            return {"ok": False, "phase": "load", "exc": _exc_info(e, SUBMISSION_FILE)}
+            return {"ok": False, "phase": "load", "exc": exc_info(e, SUBMISSION_FILE)}
         fn = ns.get(entry)
         if fn is None or not callable(fn):
             what = "is not defined" if fn is None else f"is not callable (it is a {type(fn).__name__})"
-            return {"ok": False, "phase": "entry_point",
-                    "exc": {"type": "EntryPointMissing", "message": f"entry point {entry!r} {what}",
-                            "errno": None, "line": None, "lineno": None}}
+            return error_reply("EntryPointMissing", f"entry point {entry!r} {what}", phase="entry_point")
         defs = {}
         for name in msg.get("names", ()):
             if name not in ns:
@@ -278,25 +87,23 @@ class Harness:
         self.seq += 1
         ns = self.ns
         if ns is None:
-            return {"ok": False, "exc": {"type": "RuntimeError", "message": "nothing loaded", "errno": None,
-                                         "line": None, "lineno": None}}
+            return error_reply("RuntimeError", "nothing loaded")
         try:
             fn = ns[msg["name"]]
             args = plaindata.decode(msg["args"])
             kwargs = plaindata.decode(msg["kwargs"])
         except BaseException as e:
-            return {"ok": False, "exc": _exc_info(e, SUBMISSION_FILE)}
+            return {"ok": False, "exc": exc_info(e, SUBMISSION_FILE)}
         try:
             result = fn(*args, **kwargs)
         except BaseException as e:
-            return {"ok": False, "exc": _exc_info(e, SUBMISSION_FILE)}
+            return {"ok": False, "exc": exc_info(e, SUBMISSION_FILE)}
         try:
             return {"ok": True, "value": plaindata.encode(result)}
         except plaindata.Unsupported as u:
             return {"ok": False, "unsupported": str(u)}
         except MemoryError:
-            return {"ok": False, "exc": {"type": "MemoryError", "message": "while encoding the result",
-                                         "errno": None, "line": None, "lineno": None}}
+            return error_reply("MemoryError", "while encoding the result")
         except BaseException as e:
             return {"ok": False, "unsupported": f"result could not be encoded ({type(e).__name__})"}
 
@@ -306,7 +113,7 @@ class Harness:
         failed = self.apply_job_limits(msg)
         if failed:
             self.chan.send({"exc": failed["exc"]})
-            _flush()
+            flush()
             os._exit(SETUP_FAILED_CODE)
         register_source(PROGRAM_FILE, program)
         sys.argv[:] = ["program.py"]
@@ -333,9 +140,9 @@ class Harness:
             if code:
                 self.chan.send({"exit": code})
         except BaseException as e:
-            self.chan.send({"exc": _exc_info(e, PROGRAM_FILE)})
+            self.chan.send({"exc": exc_info(e, PROGRAM_FILE)})
             code = 1
-        _flush()
+        flush()
         os._exit(code)
 
     # -- loop ---------------------------------------------------------------
@@ -360,7 +167,7 @@ class Harness:
             # Prefetched calls: run them in order, one reply each, stop at the first failure.
             for c in msg.get("calls", ()):
                 reply = self.call(c)
-                _flush()
+                flush()
                 chan.send(reply)
                 if reply.get("ok") is not True:
                     break
@@ -370,12 +177,11 @@ class Harness:
         elif op == "run":
             self.run_program(msg)
         elif op == "exit":
-            _flush()
+            flush()
             os._exit(0)
         else:
-            reply = {"ok": False, "exc": {"type": "ProtocolError", "message": f"unknown op {op!r}",
-                                          "errno": None, "line": None, "lineno": None}}
-        _flush()
+            reply = error_reply("ProtocolError", f"unknown op {op!r}")
+        flush()
         chan.send(reply)
 
 
@@ -429,8 +235,7 @@ def warm_up(rounds: int = 12) -> None:
         sys.stderr = saved_err
         for fd in (req_r, req_w, rep_r, rep_w):
             os.close(fd)
-        linecache.cache.pop(SUBMISSION_FILE, None)
-        _SOURCES.clear()
+        forget_sources(SUBMISSION_FILE)
 
 
 def prepare(chan: Channel, report_forbidden: bool = True, base_vm: int = 0):
@@ -441,7 +246,7 @@ def prepare(chan: Channel, report_forbidden: bool = True, base_vm: int = 0):
     meaningful, and only done, when the filter is active).
     """
     h = Harness(chan, base_vm)
-    return h, (_audit_hook_factory(chan, h) if report_forbidden else None)
+    return h, (audit_hook(chan, h) if report_forbidden else None)
 
 
 def start(prepared) -> None:

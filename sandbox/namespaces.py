@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import platform
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
@@ -19,6 +21,7 @@ MS_NODEV = 0x4
 MS_NOEXEC = 0x8
 MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -81,10 +84,23 @@ def make_mounts_private() -> None:
     _check(_libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
 
 
-def mount_tmpfs(path: str, size_mb: int, nr_inodes: int = 4096) -> None:
-    opts = f"size={size_mb}m,nr_inodes={nr_inodes},mode=0711".encode()
-    _check(_libc.mount(b"capa-sandbox", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts),
+def mount_tmpfs(path: str, size_mb: int, nr_inodes: int = 4096, mode: str = "0711",
+                owner: int | None = None) -> None:
+    opts = f"size={size_mb}m,nr_inodes={nr_inodes},mode={mode}"
+    if owner is not None:
+        opts += f",uid={owner},gid={owner}"
+    _check(_libc.mount(b"capa-sandbox", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts.encode()),
            f"mount tmpfs on {path}")
+
+
+def umount_detached(path: str) -> bool:
+    """Lazily unmount ``path`` (and what is mounted below it); False if nothing was mounted there."""
+    if _libc.umount2(path.encode(), MNT_DETACH) == 0:
+        return True
+    e = ctypes.get_errno()
+    if e == errno.EINVAL:   # not a mount point
+        return False
+    raise OSError(e, f"umount {path}: {os.strerror(e)}")
 
 
 def set_pdeathsig(sig: int) -> None:
@@ -121,23 +137,24 @@ def raw_fork() -> int:
     return pid
 
 
-def fork_into_new_pidns() -> int:
-    """fork(2) whose child is pid 1 of a fresh pid namespace: clone(CLONE_NEWPID | SIGCHLD).
+def clone_fork(flags: int = CLONE_NEWPID) -> int:
+    """fork(2) whose child starts in fresh namespaces: clone(flags | SIGCHLD), e.g. with
+    CLONE_NEWPID the child is pid 1 of a pid namespace of its own.
 
     Used inside an unprivileged user namespace, where the zygote cannot point its
-    pid_for_children back at its own namespace after an unshare (that needs
-    CAP_SYS_ADMIN over the initial user namespace); clone creates the child's namespace
-    without changing the caller's. Like raw_fork it skips CPython's after-fork hooks.
+    pid_for_children (or its IPC namespace) back at its own namespace after an unshare
+    (that needs CAP_SYS_ADMIN over the initial user namespace); clone creates the child's
+    namespaces without changing the caller's. Like raw_fork it skips CPython's after-fork hooks.
     The raw system call also skips glibc's fork bookkeeping, so the child's cached
     thread id is stale: only ``signal.pthread_kill`` on the main thread and
     ``raise(3)`` notice (they fail with ESRCH). The rest of glibc and CPython does not
     use the cached id.
     """
     if SYS_CLONE is None:
-        raise OSError(f"clone with CLONE_NEWPID: unsupported machine {platform.machine()!r}")
-    pid = _syscall(SYS_CLONE, CLONE_NEWPID | SIGCHLD, 0, 0, 0, 0)
+        raise OSError(f"clone with new namespaces: unsupported machine {platform.machine()!r}")
+    pid = _syscall(SYS_CLONE, flags | SIGCHLD, 0, 0, 0, 0)
     if pid < 0:
-        raise _fail("clone(CLONE_NEWPID)")
+        raise _fail(f"clone({flags:#x})")
     return pid
 
 

@@ -15,6 +15,7 @@ lists are JSON arrays, and every other type is a one-key object:
 from __future__ import annotations
 
 import base64
+import time
 
 MAX_DEPTH = 200
 _SMALL_INT = 1 << 53
@@ -94,38 +95,97 @@ class DecodeError(Exception):
     pass
 
 
-def decode(obj, _depth: int = 0):
-    """Strictly rebuild plain data from its wire form; raise DecodeError on anything unexpected."""
+class DecodeTimeout(DecodeError):
+    """Rebuilding the value ran past its deadline."""
+
+
+class HashFlood(DecodeError):
+    """Too many distinct values with one hash (a set or dict of them would take quadratic time)."""
+
+
+MAX_SAME_HASH = 8   # distinct values per hash, beyond the first, that a job's replies may hold
+
+
+class DecodeLimit:
+    """Bounds on rebuilding untrusted values in the judge; one per job, across all its replies.
+
+    * ``deadline`` (time.monotonic()): checked every 4096 values.
+    * hash flooding: ints sent in hex form, tuples and frozensets (the values whose hashes a
+      submission can choose: small ints hash to themselves, str and bytes hashes are keyed
+      per process) are hashed as they are rebuilt; once more than ``MAX_SAME_HASH``
+      distinct ones share a hash, the reply is refused. Sets and dicts built from what
+      passes, here or by the test, stay linear in size (up to a constant).
+    """
+
+    __slots__ = ("deadline", "ticks", "_first", "_clashes")
+
+    def __init__(self, deadline: float | None = None):
+        self.deadline = deadline
+        self.ticks = 0
+        self._first: dict[int, object] = {}
+        self._clashes: dict[int, int] = {}
+
+    def tick(self) -> None:
+        self.ticks += 1
+        if not self.ticks & 4095 and self.deadline is not None and time.monotonic() > self.deadline:
+            raise DecodeTimeout("the time limit ran out while rebuilding a result")
+
+    def seen(self, value):
+        h = hash(value)
+        first = self._first.setdefault(h, value)
+        if first is not value and first != value:
+            n = self._clashes.get(h, 0) + 1
+            if n > MAX_SAME_HASH:
+                raise HashFlood(f"more than {MAX_SAME_HASH + 1} distinct values with the same hash")
+            self._clashes[h] = n
+        return value
+
+
+def decode(obj, limit: DecodeLimit | None = None):
+    """Strictly rebuild plain data from its wire form; raise DecodeError on anything unexpected.
+
+    ``limit``: for untrusted input in a trusted process (see DecodeLimit).
+    """
+    return _decode(obj, 0, limit)
+
+
+def _decode(obj, _depth: int, lim: DecodeLimit | None):
     if _depth > MAX_DEPTH + 1:
         raise DecodeError("value nested too deeply")
     t = type(obj)
     if obj is None or t is bool or t is str or t is float:
         return obj
+    if lim is not None:
+        lim.tick()
     if t is int:
         if -_SMALL_INT < obj < _SMALL_INT:
             return obj
         raise DecodeError("large int not in hex form")
+    d = _depth + 1
     if t is list:
-        return [decode(x, _depth + 1) for x in obj]
+        return [_decode(x, d, lim) for x in obj]
     if t is dict and len(obj) == 1:
         (tag, val), = obj.items()
         try:
             if tag == "t" and type(val) is list:
-                return tuple(decode(x, _depth + 1) for x in val)
+                v = tuple([_decode(x, d, lim) for x in val])
+                return v if lim is None else lim.seen(v)
             if tag == "s" and type(val) is list:
-                return {decode(x, _depth + 1) for x in val}
+                return set([_decode(x, d, lim) for x in val])
             if tag == "f" and type(val) is list:
-                return frozenset(decode(x, _depth + 1) for x in val)
+                v = frozenset([_decode(x, d, lim) for x in val])
+                return v if lim is None else lim.seen(v)
             if tag == "b" and type(val) is str:
                 return base64.b64decode(val.encode("ascii"), validate=True)
             if tag == "x" and type(val) is str and 0 < len(val) <= 1_000_000:
-                return int(val, 16)
+                v = int(val, 16)
+                return v if lim is None else lim.seen(v)
             if tag == "d" and type(val) is list:
                 out = {}
                 for pair in val:
                     if type(pair) is not list or len(pair) != 2:
                         raise DecodeError("bad dict entry")
-                    out[decode(pair[0], _depth + 1)] = decode(pair[1], _depth + 1)
+                    out[_decode(pair[0], d, lim)] = _decode(pair[1], d, lim)
                 return out
         except DecodeError:
             raise

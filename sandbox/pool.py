@@ -10,6 +10,7 @@ import select
 import shutil
 import subprocess
 import threading
+import time
 from dataclasses import dataclass
 
 from .config import SandboxConfig
@@ -79,7 +80,6 @@ class _Worker:
         self.fatal = self.info.get("fatal")
 
     def _read(self, timeout: float):
-        import time
         end = time.monotonic() + timeout
         while True:
             try:
@@ -145,9 +145,21 @@ class _Worker:
         self._cleanup_dir()
 
     def _cleanup_dir(self) -> None:
-        base = getattr(self, "info", {}).get("scratch_base") if hasattr(self, "info") else None
+        """What a worker that did not exit on its own leaves: its scratch base and memory cgroup."""
+        info = getattr(self, "info", None) or {}
+        base = info.get("scratch_base")
         if base and os.path.basename(base).startswith("capa-sandbox-"):
             shutil.rmtree(base, ignore_errors=True)
+        group = info.get("cgroup")
+        if group and os.path.basename(group).startswith("capa-sandbox-"):
+            for _ in range(50):   # its zygote and children die with the worker, a moment later
+                try:
+                    os.rmdir(group)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
 
 
 class SandboxPool:

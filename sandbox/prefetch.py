@@ -17,6 +17,17 @@ judge throws that child away and redoes the job with plain one-call-at-a-time
 round trips (``Diverged``). Discovery stops early (and the rest of the run
 uses round trips) when an argument is not plain data (e.g. it depends on a
 result) or after a call, size or time budget.
+
+The judge reads a batch's replies whole (``Prefetched``) before the test runs any
+assert: the order and the moment in which the child's replies are read then depend on
+nothing the test does, so a child that watches its reply pipe (say, shrunk to one page,
+with padded replies) learns nothing about which asserts held.
+
+Predictions are cached per test (``predict``): discovery only depends on the test, the
+prelude, the entry point and which helpers come from the submission -- never on the
+submission -- so the same test checked against many submissions (pass@k) predicts its
+calls once. Tests that use ``random`` are not cached; once a prediction turns out wrong,
+that test runs without prefetching from then on (``forget``).
 """
 from __future__ import annotations
 
@@ -26,8 +37,11 @@ import signal
 import types
 from functools import lru_cache
 
+from dataclasses import dataclass, field
+
 from . import plaindata
-from .protocol import dumps
+from .protocol import dumps, encode_request
+from .remote import Abort
 
 MAX_CALLS = 2000
 MAX_BYTES = 2 * 1024 * 1024
@@ -189,3 +203,70 @@ def discover(test: str, filename: str, prelude_code, entry: str, remote_names, b
     if state is not None:
         random.setstate(state)
     return rec.calls, rec.keys
+
+
+_PREDICTIONS: dict[tuple, tuple[bytes, list[str]] | None] = {}
+_PREDICTIONS_MAX = 512
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The predicted calls of one run: the encoded batch request (b"" for none) and their keys."""
+    frame: bytes
+    keys: list[str]
+    cache_key: tuple | None = None
+
+
+def _remember(key: tuple, value: tuple[bytes, list[str]] | None) -> None:
+    if len(_PREDICTIONS) >= _PREDICTIONS_MAX:
+        _PREDICTIONS.pop(next(iter(_PREDICTIONS)))
+    _PREDICTIONS[key] = value
+
+
+def predict(test: str, filename: str, prelude: str | None, prelude_code, entry: str, wanted: list[str],
+            uses_random: bool, base_ns: dict) -> Plan:
+    key = None if uses_random else (test, prelude, entry, tuple(wanted))
+    if key is not None and key in _PREDICTIONS:
+        hit = _PREDICTIONS[key]
+        # None: this test's prediction once turned out wrong (a test whose calls depend on
+        # their results in ways the stand-ins cannot follow): no prefetching
+        return Plan(b"", []) if hit is None else Plan(hit[0], hit[1], key)
+    calls, keys = discover(test, filename, prelude_code, entry, wanted, base_ns, keep_random_state=uses_random)
+    frame = encode_request({"op": "batch", "calls": calls}) if calls else b""
+    if key is not None:
+        _remember(key, (frame, keys))
+    return Plan(frame, keys, key)
+
+
+def forget(plan: Plan) -> None:
+    """The real run asked for other calls than ``plan`` predicted: do not prefetch for that test again."""
+    if plan.cache_key is not None:
+        _remember(plan.cache_key, None)
+
+
+@dataclass
+class Prefetched:
+    """The replies to a prefetched batch, read whole before the test starts.
+
+    ``replies[i]`` answers predicted call i (the child stops a batch at the first call that
+    does not return normally). ``stop``: when reading ended early -- the time limit, the
+    child gone, a reply refused -- what happened, to be raised when the test gets to the
+    call that has no reply, and only then (an earlier assert may fail first).
+    """
+    keys: list[str]
+    replies: list = field(default_factory=list)
+    stop: dict | None = None
+
+    def take(self, i: int, key: str):
+        """The reply for the test's call ``i`` (key ``key``), or None when it must be a round
+        trip. Raises Diverged when the test asks for another call than predicted, and the
+        stop (an Abort) when the test reaches the call reading ended at."""
+        if i >= len(self.keys):
+            return None
+        if i < len(self.replies) or (i == len(self.replies) and self.stop is not None):
+            if key != self.keys[i]:
+                raise Diverged()
+            if i < len(self.replies):
+                return self.replies[i]
+            raise Abort(**self.stop)
+        return None   # the batch ended at a call that raised: the child serves round trips again

@@ -39,6 +39,15 @@ DENY_EPERM = (
     "syslog", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
     "sethostname", "setdomainname", "vhangup", "iopl", "ioperm", "personality",
 )
+# Memory a child could hold outside RLIMIT_AS (SysV shared memory, memfd), and IPC objects that
+# outlive it (SysV IPC, POSIX message queues): denied unless the child has an IPC namespace of
+# its own and a memory cgroup bounds it (see build_bpf's allow_ipc).
+DENY_IPC = (
+    "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl",
+    "semget", "semop", "semtimedop", "semctl", "ipc",
+    "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+    "memfd_create", "memfd_secret",
+)
 DENY_ENOSYS = ("clone3",)
 # Signals: allowed only to pid/tgid 0 or 1 (the child's own process group, or the child
 # itself, which is pid 1 of its own pid namespace); any other target, -1 included, fails
@@ -51,8 +60,11 @@ class SeccompUnavailable(RuntimeError):
     pass
 
 
-def build_bpf() -> bytes:
-    """Build the filter with libseccomp (via pyseccomp) and export it as raw BPF."""
+def build_bpf(allow_ipc: bool = False) -> bytes:
+    """Build the filter with libseccomp (via pyseccomp) and export it as raw BPF.
+
+    ``allow_ipc``: leave the DENY_IPC calls allowed (only for children that get an IPC
+    namespace of their own and a memory cgroup)."""
     try:
         import pyseccomp as sc
     except Exception as e:  # ImportError, or RuntimeError when libseccomp is missing
@@ -72,7 +84,7 @@ def build_bpf() -> bytes:
         n = sc.resolve_syscall(native, name)
         return n if isinstance(n, int) and n >= 0 else None
 
-    for name in DENY_EPERM:
+    for name in DENY_EPERM + (() if allow_ipc else DENY_IPC):
         n = nr(name)
         if n is not None:
             f.add_rule(sc.ERRNO(errno.EPERM), n)

@@ -1,28 +1,23 @@
-"""Worker-side handle on one sandboxed child: spawn via the zygote, talk, collect output, kill, reap.
+"""Worker-side handle on one sandboxed child: talk to it, collect its output, kill it.
 
 All waiting is done with poll() on the child's pipes and its pidfd, with the
-job's deadline as the poll timeout: no sleeps, no polling loops.
+job's deadline as the poll timeout: no sleeps, no polling loops. Everything the
+child sends is read through one FrameBuffer per child that bounds the bytes and
+JSON values of all its replies together (SandboxConfig.max_message_bytes,
+max_reply_values): what it makes the trusted side build is bounded.
 
 A child is killed (SIGKILL from the worker) as soon as its job is decided,
 before the verdict goes out. Reaping it (wait status, removing its scratch
-dir) is the zygote's, and is deferred to the worker's next zygote request when
-the verdict does not depend on how the child ended: usually the request that
-starts the next spare child, right after the verdict was sent.
+dir) is the zygote's (see spawner.py).
 """
 from __future__ import annotations
 
 import os
 import select
 import signal
-import socket
 import time
 
-from .protocol import FrameBuffer, ProtocolError, encode_request
-from .zygote import REAP, REAPED, SPAWN, SPAWNED
-
-
-class SpawnError(Exception):
-    """The zygote could not start a child (our fault, never the submission's)."""
+from .protocol import FrameBuffer, ProtocolError, TooLarge, encode_request
 
 
 class ChildTimeout(Exception):
@@ -37,74 +32,8 @@ class ChildProtocolError(Exception):
     pass
 
 
-class ZygoteClient:
-    def __init__(self, sock: socket.socket, pid: int):
-        self.sock = sock
-        self.pid = pid
-        self.dead = False
-        self._pending: list[int] | None = None   # our pipe ends for a spawn whose answer is unread
-
-    def _gone(self) -> SpawnError:
-        self.dead = True
-        return SpawnError("the zygote is gone")
-
-    def start_spawn(self, reap_first: int = 0) -> None:
-        """Ask for a child (after reaping ``reap_first``, a killed child, when not 0) without
-        waiting for the answer; end_spawn() collects it. One request at a time."""
-        assert self._pending is None
-        req_r, req_w = os.pipe()
-        rep_r, rep_w = os.pipe()
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        theirs = [out_w, err_w, req_r, rep_w]   # in the order of the child's fds 1-4
-        ours = [req_w, rep_r, out_r, err_r]
-        try:
-            socket.send_fds(self.sock, [SPAWN.pack(b"s", reap_first)], theirs)
-        except OSError:
-            for fd in ours:
-                os.close(fd)
-            raise self._gone() from None
-        finally:
-            for fd in theirs:
-                os.close(fd)
-        self._pending = ours
-
-    def end_spawn(self):
-        """Returns (pid, job number, [req_w, rep_r, out_r, err_r]): our ends of its pipes."""
-        ours, self._pending = self._pending, None
-        try:
-            msg = self.sock.recv(1024)
-        except OSError:
-            msg = b""
-        if not msg or msg[:1] != b"p" or len(msg) != SPAWNED.size:
-            for fd in ours:
-                os.close(fd)
-            if not msg:
-                raise self._gone()
-            raise SpawnError(f"zygote could not spawn a child: {msg[1:].decode(errors='replace')}")
-        _, pid, jobno = SPAWNED.unpack(msg)
-        return pid, jobno, ours
-
-    @property
-    def spawning(self) -> bool:
-        return self._pending is not None
-
-    def spawn(self, reap_first: int = 0):
-        self.start_spawn(reap_first)
-        return self.end_spawn()
-
-    def reap(self, pid: int) -> dict:
-        try:
-            self.sock.send(REAP.pack(b"r", pid))
-            msg = self.sock.recv(1024)
-        except OSError:
-            raise self._gone() from None
-        if not msg:
-            raise self._gone()
-        if msg[:1] != b"R" or len(msg) != REAPED.size:
-            raise SpawnError(f"zygote could not reap child {pid}: {msg[1:].decode(errors='replace')}")
-        _, status, cpu_s, maxrss_kb, minflt = REAPED.unpack(msg)
-        return {"status": status, "cpu_s": cpu_s, "maxrss_kb": maxrss_kb, "minflt": minflt}
+class ChildTooLarge(ChildProtocolError):
+    """The child's replies went past the bytes or values a job may send."""
 
 
 class CappedOutput:
@@ -133,11 +62,11 @@ _OUT = select.POLLOUT
 
 
 class ChildSession:
-    def __init__(self, zygote: ZygoteClient, output_cap: int, max_message: int, reap_first: int = 0,
-                 kill_group: bool = False, spawned=None):
-        self.zygote = zygote
+    def __init__(self, spawned: tuple, output_cap: int, max_message: int, max_values: int,
+                 kill_group: bool = False):
+        """``spawned``: (pid, job number, our ends [req_w, rep_r, out_r, err_r]) from the zygote."""
         self.kill_group = kill_group   # no pid namespace: the child's process group is what it started
-        self.pid, jobno, fds = spawned if spawned is not None else zygote.spawn(reap_first)
+        self.pid, jobno, fds = spawned
         self.scratch_name = f"j{jobno}"
         self.req, self.rep, self.out, self.err = fds
         try:
@@ -150,7 +79,8 @@ class ChildSession:
             os.set_blocking(fd, False)
         self.stdout = CappedOutput(output_cap)
         self.stderr = CappedOutput(output_cap)
-        self.frames = FrameBuffer(max_message)
+        # one budget for everything the child sends: each frame, and all of them together
+        self.frames = FrameBuffer(max_message, total_bytes=max_message, total_values=max_values)
         self.events: list[tuple[str, int]] = []   # (forbidden action, call number it happened in)
         self.exited = False        # the pidfd reported the child's death (or all pipes hit EOF)
         self.open_reads = {self.rep, self.out, self.err}
@@ -172,6 +102,8 @@ class ChildSession:
         while True:
             try:
                 f = self.frames.pop_or(_NO_FRAME)
+            except TooLarge as e:
+                raise ChildTooLarge(str(e)) from None
             except ProtocolError as e:
                 raise ChildProtocolError(str(e)) from None
             if f is _NO_FRAME:
@@ -204,7 +136,7 @@ class ChildSession:
         if fd == self.rep:
             self.frames.feed(data)
             if self.frames.pending() > self.frames.max_bytes + 8:
-                raise ChildProtocolError("reply too large")
+                raise ChildTooLarge(f"a reply of more than {self.frames.max_bytes} bytes")
         elif fd == self.out:
             self.stdout.add(data)
         else:
@@ -270,13 +202,17 @@ class ChildSession:
     def send(self, obj, deadline: float) -> None:
         self.send_frame(encode_request(obj), deadline)
 
-    def send_frame(self, frame: bytes, deadline: float) -> None:
-        """Send an already encoded frame."""
+    def queue(self, obj) -> None:
+        self.queue_frame(encode_request(obj))
+
+    def queue_frame(self, frame: bytes) -> None:
+        """Queue a frame without waiting: what does not fit in the pipe now is written while
+        the judge waits for replies (recv), under that wait's deadline."""
         if self.exited or self.write_failed:
-            raise ChildGone()
+            return
         self.outgoing += frame
         if not self.req_registered:
-            try:  # usually the pipe has room: no poll needed
+            try:
                 n = os.write(self.req, self.outgoing)
                 self.outgoing = self.outgoing[n:]
             except BlockingIOError:
@@ -284,7 +220,12 @@ class ChildSession:
             except OSError:
                 self.outgoing = b""
                 self.write_failed = True
-                raise ChildGone() from None
+
+    def send_frame(self, frame: bytes, deadline: float) -> None:
+        """Send an already encoded frame, waiting (up to ``deadline``) until it is written."""
+        if self.exited or self.write_failed:
+            raise ChildGone()
+        self.queue_frame(frame)
         while self.outgoing:
             if self.exited:
                 raise ChildGone()
@@ -375,13 +316,13 @@ class ChildSession:
         finally:
             self.close()
 
-    def finish(self) -> dict:
-        """Kill the child, have the zygote reap it now, and return how it ended."""
+    def finish(self, reap) -> dict:
+        """Kill the child, have the zygote reap it now (``reap(pid)``), and return how it ended."""
         if self.closed:
             return self.reaped or {}
         try:
             self.kill()
-            self.reaped = self.zygote.reap(self.pid)
+            self.reaped = reap(self.pid)
             self._collect_late()
         finally:
             self.close()
@@ -397,78 +338,3 @@ class ChildSession:
                     os.close(fd)
                 except OSError:
                     pass
-
-
-class Spawner:
-    """Hands out children; keeps one spare, started while the worker waits for its next job."""
-
-    def __init__(self, zygote: ZygoteClient, output_cap: int, max_message: int, kill_group: bool = False):
-        self.zygote = zygote
-        self.output_cap = output_cap
-        self.max_message = max_message
-        self.kill_group = kill_group
-        self.spare: ChildSession | None = None
-        self.unreaped: list[int] = []   # killed children the zygote has not reaped yet
-
-    def _session(self, spawned=None, reap_first: int = 0) -> ChildSession:
-        return ChildSession(self.zygote, self.output_cap, self.max_message, reap_first=reap_first,
-                            kill_group=self.kill_group, spawned=spawned)
-
-    def settle(self) -> None:
-        """Collect the answer to a spawn request sent ahead (see after_job) as the spare."""
-        if self.zygote.spawning:
-            try:
-                self.spare = self._session(spawned=self.zygote.end_spawn())
-            except (SpawnError, OSError):
-                self.spare = None
-
-    def _reap_extra(self) -> int:
-        """Reap all killed children but one, which is returned to be reaped with the next spawn."""
-        while len(self.unreaped) > 1:
-            self.zygote.reap(self.unreaped.pop())
-        return self.unreaped.pop() if self.unreaped else 0
-
-    def _new(self) -> ChildSession:
-        return self._session(reap_first=self._reap_extra())
-
-    def take(self) -> ChildSession:
-        self.settle()
-        s, self.spare = self.spare, None
-        if s is not None and not s.is_dead():
-            return s
-        if s is not None:
-            self.release(s)
-        return self._new()
-
-    def release(self, sess: ChildSession, need_status: bool = False) -> dict:
-        """End a child after its job: with ``need_status``, reap it now and return how it ended;
-        otherwise kill it and leave the reaping for the next zygote request."""
-        if need_status:
-            self.settle()
-            return sess.finish()
-        sess.retire()
-        self.unreaped.append(sess.pid)
-        return {}
-
-    def after_job(self, prestart: bool) -> None:
-        """After a verdict went out: reap what was killed and, with ``prestart``, ask for the next
-        spare in the same zygote request -- without waiting for it: the zygote forks while the
-        worker reads and prepares the next job (take() collects the answer)."""
-        try:
-            self.settle()
-            if prestart and self.spare is None and not self.zygote.dead:
-                self.zygote.start_spawn(self._reap_extra())
-                return
-            while self.unreaped and not self.zygote.dead:
-                self.zygote.reap(self.unreaped.pop())
-        except (SpawnError, OSError):
-            self.spare = None
-            self.unreaped.clear()
-
-    def refill(self) -> None:
-        self.settle()
-        if self.spare is None and not self.zygote.dead:
-            try:
-                self.spare = self._new()
-            except (SpawnError, OSError):
-                self.spare = None

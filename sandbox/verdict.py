@@ -15,6 +15,18 @@ SANDBOX_ERROR = "sandbox_error"
 STATUSES = (PASSED, FAILED, ERROR, TIMEOUT, MEMORY, BLOCKED, SANDBOX_ERROR)
 
 
+def clean_text(s: str) -> str:
+    """``s`` with every lone surrogate replaced by U+FFFD, so that it encodes as UTF-8.
+
+    (Text from a submission can hold them: an exception message, a forbidden action's name.)
+    """
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 @dataclass(frozen=True)
 class Failure:
     """Why a submission did not pass.
@@ -28,6 +40,12 @@ class Failure:
     type: str
     message: str
     line: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "type", clean_text(self.type))
+        object.__setattr__(self, "message", clean_text(self.message))
+        if self.line is not None:
+            object.__setattr__(self, "line", clean_text(self.line))
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "message": self.message, "line": self.line}
@@ -50,10 +68,16 @@ class Verdict:
     # ``{"args": [...], "kwargs": {...}, "value": ...}`` or ``{..., "raised": {"type", "message"}}``
     # with args, kwargs and value in plaindata's wire form (see ``decoded_calls``).
     calls: list[dict] | None = None
+    # Where the sandbox ran with less than its full protection for this execution, what and why
+    # (e.g. memory enforced by RLIMIT_AS only, without a memory cgroup).
+    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
             raise ValueError(f"unknown verdict status {self.status!r}")
+        self.stdout = clean_text(self.stdout)
+        self.stderr = clean_text(self.stderr)
+        self.notes = [clean_text(n) for n in self.notes]
 
     @property
     def passed(self) -> bool:
@@ -70,6 +94,8 @@ class Verdict:
         }
         if self.calls is not None:
             d["calls"] = self.calls
+        if self.notes:
+            d["notes"] = list(self.notes)
         return d
 
     def decoded_calls(self) -> list[dict]:
@@ -97,6 +123,7 @@ class Verdict:
             wall_s=float(d.get("wall_s", 0.0)),
             layers={str(k): bool(v) for k, v in (d.get("layers") or {}).items()},
             calls=d.get("calls"),
+            notes=[str(n) for n in d.get("notes") or []],
         )
 
     @classmethod

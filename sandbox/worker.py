@@ -28,6 +28,15 @@ def _exited(pid: int, block: bool = False) -> bool:
     return done == pid
 
 
+def scratch_dir_cleanup(base: str) -> None:
+    """Remove the worker's scratch base (the zygote's mounts died with its mount namespace)."""
+    from .scratch import remove_tree
+    try:
+        remove_tree(base)
+    except OSError:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def main(argv: list[str]) -> None:
     cmd_fd, res_fd = int(argv[0]), int(argv[1])
     # Imports after argv parsing so that a bad invocation fails fast.
@@ -46,24 +55,32 @@ def main(argv: list[str]) -> None:
             pass
     missing = preload(cfg.preload_extra)
 
-    from . import judge, seccomp_filter
-    from .session import Spawner, ZygoteClient
+    from . import cgroups, judge, program, seccomp_filter
+    from .compile_helper import CompileHelper
+    from .spawner import SpawnError, Spawner, ZygoteClient
     from .verdict import Verdict
     from .zygote import recv_msg, zygote_main
 
     fatal = None
-    compiled = None
+    filters = None
     if cfg.seccomp:
         try:
-            compiled = seccomp_filter.CompiledFilter(seccomp_filter.build_bpf())
+            # the strict filter, and (only where a memory cgroup exists to make them harmless)
+            # one that leaves SysV IPC, message queues and memfd to children with their own
+            # IPC namespace: the zygote picks one
+            filters = {False: seccomp_filter.CompiledFilter(seccomp_filter.build_bpf(allow_ipc=False))}
         except Exception as e:
             fatal = f"seccomp filter unavailable: {e}"
 
     base = tempfile.mkdtemp(prefix="capa-sandbox-")
     os.chmod(base, 0o711)
+    group, cgroup_note = cgroups.open_group(cfg.memory_cgroup, cfg.cgroup_parent, os.path.basename(base))
+    if group is not None and filters is not None:
+        filters[True] = seccomp_filter.CompiledFilter(seccomp_filter.build_bpf(allow_ipc=True))
     zpid = None
     zclient = None
-    hello = {"pid": os.getpid(), "scratch_base": base, "missing_preload": missing}
+    hello = {"pid": os.getpid(), "scratch_base": base, "missing_preload": missing,
+             "cgroup": group.path if group else None}
     if fatal is None:
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         sys.stdout.flush()
@@ -73,7 +90,7 @@ def main(argv: list[str]) -> None:
             parent_sock.close()
             os.close(cmd_fd)
             os.close(res_fd)
-            zygote_main(child_sock, cfg, compiled, base)  # never returns
+            zygote_main(child_sock, cfg, filters, base, group.procs if group else None, cgroup_note)  # no return
         child_sock.close()
         msg, _ = recv_msg(parent_sock)
         if msg is None or "error" in msg:
@@ -84,10 +101,13 @@ def main(argv: list[str]) -> None:
     hello["fatal"] = fatal
     write_frame(res_fd, hello)
     layers = hello.get("layers", {})
-    spawner = (Spawner(zclient, cfg.output_cap_bytes, cfg.max_message_bytes,
+    spawner = (Spawner(zclient, cfg.output_cap_bytes, cfg.max_message_bytes, cfg.max_reply_values,
                        kill_group=not layers.get("pid_namespace")) if zclient else None)
     if spawner and cfg.prestart_child:
         spawner.refill()
+    compiler = CompileHelper()
+    res = judge.Resources(spawner, cfg, compiler, group if layers.get("memory_cgroup") else None, layers,
+                          tuple(hello.get("verdict_notes", ())))
 
     try:
         while True:
@@ -99,16 +119,11 @@ def main(argv: list[str]) -> None:
                 if fatal is not None:
                     v = Verdict.sandbox_error(fatal)
                 elif job["op"] == "check":
-                    run = judge.CheckRun(spawner, cfg, job["code"], job["test"], job["entry_point"],
-                                         float(job["timeout_s"]), int(job["memory_mb"]), job.get("prelude"),
-                                         record_calls=bool(job.get("record_calls")))
-                    run.layers = layers
-                    v = run.execute()
+                    v = judge.CheckRun(res, job["code"], job["test"], job["entry_point"], float(job["timeout_s"]),
+                                       int(job["memory_mb"]), job.get("prelude"),
+                                       record_calls=bool(job.get("record_calls"))).execute()
                 elif job["op"] == "run":
-                    run = judge.ProgramRun(spawner, cfg, job["program"], float(job["timeout_s"]),
-                                           int(job["memory_mb"]))
-                    run.layers = layers
-                    v = run.execute()
+                    v = program.ProgramRun(res, job["program"], float(job["timeout_s"]), int(job["memory_mb"])).execute()
                 elif job["op"] == "info":
                     if spawner:
                         spawner.settle()
@@ -118,6 +133,11 @@ def main(argv: list[str]) -> None:
                     continue
                 else:
                     v = Verdict.sandbox_error(f"unknown job op {job.get('op')!r}")
+            except SpawnError as e:
+                # The zygote could not start or clean up a child (or is gone): this worker cannot
+                # be trusted with another job. Ask the pool to replace it and to retry the job.
+                write_frame(res_fd, {"retry": True, "reason": f"the sandbox could not start or clean up a child: {e}"})
+                break
             except Exception as e:  # a bug on our side: never blame the submission
                 v = Verdict.sandbox_error(f"internal error: {type(e).__name__}: {e}\n{traceback.format_exc()}",
                                           time.monotonic() - t0)
@@ -125,14 +145,16 @@ def main(argv: list[str]) -> None:
                 # The zygote is gone (killed from outside, or crashed): this worker cannot run
                 # anything any more. Ask the pool to replace it and to retry the job.
                 write_frame(res_fd, {"retry": True, "reason": "the sandbox zygote exited"})
-                zpid = None
                 break
             write_frame(res_fd, v.to_dict())
             if spawner:
                 # Reap the job's (already killed) child; start the next one while the pool
                 # prepares the next job.
                 spawner.after_job(cfg.prestart_child)
+                if spawner.broken:
+                    break   # the verdict stands; the pool replaces this worker before its next job
     finally:
+        compiler.stop()
         if zclient is not None:
             zclient.sock.close()
         if zpid:
@@ -140,4 +162,6 @@ def main(argv: list[str]) -> None:
                 os.waitpid(zpid, 0)
             except ChildProcessError:
                 pass
-        shutil.rmtree(base, ignore_errors=True)
+        if group is not None:
+            group.remove()
+        scratch_dir_cleanup(base)

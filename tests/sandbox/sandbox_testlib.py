@@ -24,7 +24,8 @@ needs_privilege = pytest.mark.skipif(
     not PRIVILEGED, reason="this isolation layer needs root or unprivileged user namespaces (CI runs as root)")
 
 ALL_OFF = dict(seccomp=False, drop_privileges=False, chroot=False, net_namespace=False,
-               pid_namespace=False, scratch_tmpfs=False)   # (user_namespace stays on: it is a means, not a layer)
+               pid_namespace=False, scratch_tmpfs=False, ipc_namespace=False,
+               memory_cgroup=False)   # (user_namespace stays on: it is a means, not a layer)
 
 
 def only(**on) -> SandboxConfig:

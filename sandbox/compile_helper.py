@@ -1,0 +1,181 @@
+"""Compiling submissions in a limited helper process, forked from the worker.
+
+``compile()`` runs no code, but its cost is the submission's to choose: some sources take
+time quadratic in their size (a large f-string: 4 s for 256 KiB), some a lot of memory.
+So the judge never compiles a submission itself. A long-lived helper does, under the
+job's limits: its address space is capped at ``memory_mb`` above its own size for each
+request, and a request not answered within the job's time limit gets the helper killed
+(a fresh one is forked for the next job). The helper is warm, so the common case costs a
+pipe round trip more than compiling in the worker, not the copy-on-write faults that
+compiling in each sandboxed child would cost. The child receives the marshalled code
+object the helper made; the worker only passes the bytes along.
+"""
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import resource
+import select
+import signal
+import time
+from dataclasses import dataclass
+
+from . import namespaces
+from .limits import MiB, vm_size_bytes
+from .protocol import HEADER, SUBMISSION_FILE, exc_record
+
+MAX_CODE_CHARS = 8 * 1024 * 1024
+CACHE_SIZE = 64
+
+
+@dataclass(frozen=True)
+class Compiled:
+    bytecode: bytes | None = None   # marshalled code object
+    exc: dict | None = None         # or: why it does not compile (an exception record)
+    timed_out: bool = False         # or: compiling took longer than the job's time limit
+    seconds: float = 0.0            # how long it took
+
+
+def compile_here(code: str) -> tuple[bytes | None, dict | None]:
+    """Compile ``code`` (in the helper): (marshalled code object, None) or (None, exc record)."""
+    try:
+        co = compile(code, SUBMISSION_FILE, "exec", dont_inherit=True)
+    except SyntaxError as e:
+        line = (e.text or "").strip()[:500] or None
+        where = f" (line {e.lineno})" if e.lineno else ""
+        return None, exc_record(type(e).__name__, f"{e.msg}{where}", line=line, lineno=e.lineno)
+    except (ValueError, OverflowError, RecursionError, MemoryError, UnicodeError) as e:
+        try:
+            msg = str(e)[:2000]
+        except BaseException:
+            msg = ""
+        return None, exc_record(type(e).__name__, msg or type(e).__name__)
+    return marshal.dumps(co), None
+
+
+def _read_exact(fd: int, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        b = os.read(fd, min(n, 1 << 20))
+        if not b:
+            return None
+        chunks.append(b)
+        n -= len(b)
+    return b"".join(chunks)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _serve(req_fd: int, rep_fd: int) -> None:
+    """The helper's loop: (source, memory_mb) in, b"C" + bytecode or b"E" + JSON record out."""
+    base = vm_size_bytes()
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    while True:
+        head = _read_exact(req_fd, HEADER.size)
+        data = _read_exact(req_fd, HEADER.unpack(head)[0]) if head else None
+        if data is None:
+            return
+        code, memory_mb = marshal.loads(data)
+        cap = base + memory_mb * MiB
+        resource.setrlimit(resource.RLIMIT_AS, (cap if hard < 0 or cap < hard else hard, hard))
+        try:
+            bytecode, exc = compile_here(code)
+        finally:
+            resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+        out = b"C" + bytecode if bytecode is not None else b"E" + json.dumps(exc).encode()
+        _write_all(rep_fd, HEADER.pack(len(out)) + out)
+
+
+class CompileHelper:
+    """The worker's handle on its compile helper (started on first use, re-forked after a kill)."""
+
+    def __init__(self):
+        self.pid: int | None = None
+        self.req = self.rep = -1
+        self._cache: dict[str, Compiled] = {}
+
+    def _start(self) -> None:
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(req_w)
+                os.close(rep_r)
+                namespaces.set_pdeathsig(signal.SIGKILL)
+                _serve(req_r, rep_w)
+            finally:
+                os._exit(0)
+        os.close(req_r)
+        os.close(rep_w)
+        self.pid, self.req, self.rep = pid, req_w, rep_r
+
+    def stop(self) -> None:
+        if self.pid is None:
+            return
+        for fd in (self.req, self.rep):
+            os.close(fd)
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        self.pid = None
+
+    def compile(self, code: str, timeout_s: float, memory_mb: int) -> Compiled:
+        if len(code) > MAX_CODE_CHARS:
+            return Compiled(exc=exc_record("SubmissionTooLarge", f"the submission has {len(code)} characters "
+                                                                 f"(limit {MAX_CODE_CHARS})"))
+        hit = self._cache.get(code)
+        if hit is not None:
+            return hit
+        t0 = time.monotonic()
+        if self.pid is None:
+            self._start()
+        try:
+            request = marshal.dumps((code, memory_mb))
+            _write_all(self.req, HEADER.pack(len(request)) + request)
+            reply = self._answer(t0 + timeout_s)
+        except (OSError, EOFError):   # the helper died compiling this
+            self.stop()
+            return Compiled(exc=exc_record("CompileError", "the compiler crashed on the submission"),
+                            seconds=time.monotonic() - t0)
+        took = time.monotonic() - t0
+        if reply is None:   # too slow: the next job gets a fresh helper
+            self.stop()
+            return Compiled(timed_out=True, seconds=took)
+        if reply[:1] == b"C":
+            result = Compiled(bytecode=reply[1:], seconds=took)
+        else:
+            result = Compiled(exc=json.loads(reply[1:]), seconds=took)
+        if result.exc is not None and result.exc.get("type") == "MemoryError":
+            self.stop()     # (not cached: it depends on memory_mb; the helper may be bloated)
+        elif len(self._cache) < CACHE_SIZE:
+            self._cache[code] = result
+        else:
+            self._cache.pop(next(iter(self._cache)))
+            self._cache[code] = result
+        return result
+
+    def _answer(self, deadline: float) -> bytes | None:
+        """The helper's reply; None if none came by ``deadline``; EOFError if the helper died."""
+        buf = b""
+        need = HEADER.size
+        while True:
+            while len(buf) < need:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self.rep], [], [], left)[0]:
+                    return None
+                chunk = os.read(self.rep, 1 << 20)
+                if not chunk:
+                    raise EOFError
+                buf += chunk
+            if need == HEADER.size:
+                need += HEADER.unpack(buf[:HEADER.size])[0]
+                continue
+            return buf[HEADER.size:need]
