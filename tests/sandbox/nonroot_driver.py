@@ -46,6 +46,7 @@ def main() -> int:
             out["zygote_children"] = len(zygote_children(live["zygote_pid"]))
             out["spare"] = live.get("spare_pid") is not None
             out["workers_replaced"] = live["zygote_pid"] != info["zygote_pid"]
+            out["scratch_left"] = sorted(set(os.listdir(live["scratch_base"])) - {live.get("spare_scratch")})
         out["sleepers_alive"] = sum(p.poll() is None for p in sleepers)
     finally:
         for p in sleepers:

@@ -28,6 +28,28 @@ ALL_OFF = dict(seccomp=False, drop_privileges=False, chroot=False, net_namespace
                memory_cgroup=False)   # (user_namespace stays on: it is a means, not a layer)
 
 
+# Module-level code for a submission that reaches ctypes the way a hostile one can: the
+# child's stack still holds the zygote's frames, whose globals hold the sandbox's ctypes
+# wrappers. From there any system call the seccomp filter allows is one call away.
+CTYPES = '''
+import sys
+def _find_ctypes():
+    f = sys._getframe()
+    while f is not None:
+        for v in list(f.f_globals.values()):
+            if isinstance(v, type(sys)):
+                m = v if v.__name__ == "ctypes" else getattr(v, "ctypes", None)
+                if isinstance(m, type(sys)) and hasattr(m, "CDLL"):
+                    return m
+        f = f.f_back
+    raise RuntimeError("no ctypes on the stack")
+ct = _find_ctypes()
+libc = ct.CDLL(None, use_errno=True)
+libc.shmat.restype = ct.c_void_p
+libc.shmat.argtypes = [ct.c_int, ct.c_void_p, ct.c_int]
+'''
+
+
 def only(**on) -> SandboxConfig:
     """A config with every layer off except the named ones."""
     return SandboxConfig(**{**ALL_OFF, **on})

@@ -67,3 +67,13 @@ def test_cli_works_from_another_directory(tmp_path):
     (tmp_path / "prog.py").write_text("print(6 * 7)\n")
     r = cli("run", "prog.py", "--json", cwd=tmp_path)
     assert r.returncode == 0 and json.loads(r.stdout)["stdout"] == "42\n"
+
+
+def test_text_output_survives_what_a_submission_can_put_in_a_verdict(tmp_path):
+    """A lone surrogate in an exception message used to crash the text output."""
+    (tmp_path / "code.py").write_text("def f(x):\n    raise ValueError('bad \\ud800 value')\n")
+    (tmp_path / "test.py").write_text("def check(candidate):\n    assert candidate(1) == 1\n")
+    r = cli("check", "--code", str(tmp_path / "code.py"), "--test", str(tmp_path / "test.py"),
+            "--entry-point", "f")
+    assert r.returncode == 0, r.stderr
+    assert "status: error" in r.stdout and "failure: ValueError: bad \ufffd value" in r.stdout

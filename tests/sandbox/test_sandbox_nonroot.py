@@ -25,7 +25,7 @@ import tempfile
 
 import pytest
 
-from sandbox_testlib import IS_ROOT
+from sandbox_testlib import CTYPES, IS_ROOT
 
 NOBODY = 65534
 BUSY = 70
@@ -55,6 +55,12 @@ HOSTILE = {
                      "        n += 1\nexcept RuntimeError:\n    pass\nprint('threads', n)\nreturn x"),
     "threads_ok": f("import threading\nts = [threading.Thread(target=len, args=('ab',)) for _ in range(8)]\n"
                     "[t.start() for t in ts]\n[t.join() for t in ts]\nreturn x"),
+    # cleanup must not fail on a deep tree (on disk without a tmpfs: removed without an fd per level)
+    "deep_tree": f("import os\nfor _ in range(300):\n    os.mkdir('d')\n    os.chdir('d')\nreturn x"),
+    # without a memory cgroup: SysV IPC and memfd are denied (nothing outlives the job or escapes RLIMIT_AS)
+    "sysv_shm": CTYPES + f("if libc.shmget(0x5eed0de, 4096, 0o1666) < 0:\n"
+                           "    raise OSError(ct.get_errno(), 'shmget')\nreturn x"),
+    "memfd": f("import os\nos.memfd_create('m')\nreturn x"),
 }
 
 
@@ -137,6 +143,11 @@ def _common(out: dict, canonical) -> dict:
     assert res["thread_bomb"]["status"] == "passed"
     assert out["sleepers_alive"] == BUSY, "a submission killed another process of the same user"
     assert out["zygote_children"] <= 1 and not out["workers_replaced"]
+    assert res["deep_tree"]["status"] == "passed" and out["scratch_left"] == []
+    if not out["layers"].get("memory_cgroup"):
+        assert res["sysv_shm"]["status"] == res["memfd"]["status"] == "blocked", (res["sysv_shm"], res["memfd"])
+    with open("/proc/sysvipc/shm") as fh:
+        assert str(0x5eed0de) not in [line.split()[0] for line in fh.read().splitlines()[1:]]
     return res
 
 
