@@ -105,8 +105,12 @@ class CompileHelper:
         pid = os.fork()
         if pid == 0:
             try:
-                os.close(req_w)
-                os.close(rep_r)
+                # keep only its own pipes: not the worker's (the pool must see the worker's
+                # pipes close when it dies, the zygote its socket), nor any child's
+                low, high = sorted((req_r, rep_w))
+                os.closerange(3, low)
+                os.closerange(low + 1, high)
+                os.closerange(high + 1, os.sysconf("SC_OPEN_MAX"))
                 namespaces.set_pdeathsig(signal.SIGKILL)
                 _serve(req_r, rep_w)
             finally:

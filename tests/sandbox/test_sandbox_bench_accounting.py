@@ -9,7 +9,9 @@ import importlib.util
 import marshal
 import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import sandbox
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(sandbox.__file__)))   # (bench/ lies next to sandbox/)
 
 
 def _fork_floor():

@@ -106,6 +106,8 @@ def runtime():
         shutil.copytree(SANDBOX_DIR, os.path.join(root, "sandbox"), ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copy(importlib.util.find_spec("pyseccomp").origin, root)
         shutil.copy(os.path.join(HERE, "nonroot_driver.py"), root)
+        os.makedirs(os.path.join(root, "bench"))   # (for the fork floor's accounting test)
+        shutil.copy(os.path.join(os.path.dirname(SANDBOX_DIR), "bench", "fork_floor.py"), os.path.join(root, "bench"))
         _make_readable(root)
         yield exe, root
     finally:
