@@ -6,8 +6,8 @@ Runs the 160 "light" HumanEval canonical solutions (all but the four whose own w
 10-160 ms: HumanEval/32, 36, 75, 147), so per-job overheads are not hidden behind them.
 
 * split: two workers (one per core), every layer on; CPU seconds per job of the workers
-  (the trusted judges), the zygotes, the children (reaped by the zygotes) and this process
-  (the pool), read from /proc before and after.
+  (the trusted judges), their compile helpers, the zygotes, the children (reaped by the
+  zygotes) and this process (the pool), read from /proc before and after.
 * layers: one worker, each layer switched off in turn, then all of them; jobs per second.
 
 A benchmark for whoever optimises the sandbox, not a test.
@@ -52,18 +52,20 @@ def cpu_split(jobs: list[CheckJob], rounds: int) -> dict:
         pool.check_many(jobs[:20])
         workers = [w["pid"] for w in pool.worker_info()]
         zygotes = [w["zygote_pid"] for w in pool.worker_info()]
-        before = {p: _cpu(p) for p in workers + zygotes}
+        helpers = [w["compile_helper_pid"] for w in pool.worker_info() if w.get("compile_helper_pid")]
+        before = {p: _cpu(p) for p in workers + zygotes + helpers}
         me0 = os.times()
         t0 = time.perf_counter()
         for _ in range(rounds):
             pool.check_many(jobs)
         wall = time.perf_counter() - t0
-        after = {p: _cpu(p) for p in workers + zygotes}
+        after = {p: _cpu(p) for p in workers + zygotes + helpers}
         me1 = os.times()
     n = rounds * len(jobs)
     ms = lambda s: round(s / n * 1e3, 3)  # noqa: E731
     split = {
         "worker_ms": ms(sum(after[p][0] - before[p][0] for p in workers)),
+        "compile_helper_ms": ms(sum(after[p][0] - before[p][0] for p in helpers)),
         "zygote_ms": ms(sum(after[p][0] - before[p][0] for p in zygotes)),
         "children_ms": ms(sum(after[p][1] - before[p][1] for p in zygotes)),
         "pool_ms": ms(me1.user + me1.system - me0.user - me0.system),
@@ -99,6 +101,7 @@ def main(argv=None) -> int:
     jobs = light_jobs()
     split = cpu_split(jobs, args.rounds)
     print(f"CPU per light job, 2 workers ({split['exec_per_s']} exec/s): worker {split['worker_ms']} ms, "
+          f"compile helper {split['compile_helper_ms']} ms, "
           f"zygote {split['zygote_ms']} ms, children {split['children_ms']} ms, pool {split['pool_ms']} ms; "
           f"total {split['total_ms']} ms", flush=True)
     print("one worker, best of the rounds:", flush=True)

@@ -18,8 +18,8 @@ class SandboxConfig:
     chroot: bool = True             # the submission's whole filesystem view is its scratch dir (root only)
     net_namespace: bool = True      # private network namespace with no interfaces but lo
     pid_namespace: bool = True      # submission is pid 1 of its own pid namespace: all it started dies with it
-    scratch_tmpfs: bool = True      # each child's scratch dir is a size-limited tmpfs of its own, unmounted
-                                    # after its job (in the zygote's private mount namespace)
+    scratch_tmpfs: bool = True      # scratch dirs live on a size-limited tmpfs in a private mount namespace;
+                                    # one a child left files in is not walked: the tmpfs is replaced
     ipc_namespace: bool = True      # each child gets an IPC namespace of its own (SysV IPC, POSIX message
                                     # queues): nothing it creates there outlives it or reaches another job
     memory_cgroup: bool = True      # enforce memory_mb with a cgroup v2 group per worker (memory.max covers
@@ -43,8 +43,8 @@ class SandboxConfig:
     max_open_files: int = 64        # RLIMIT_NOFILE
     max_threads: int = 64           # RLIMIT_NPROC (counts threads; effective once the uid is dropped, or
                                     # inside a user namespace, where it counts only the namespace's processes)
-    scratch_mb: int = 64            # tmpfs size per child
-    scratch_inodes: int = 4096      # files and directories per child's tmpfs
+    scratch_mb: int = 64            # tmpfs size per worker
+    scratch_inodes: int = 4096      # files and directories on that tmpfs
     max_message_bytes: int = 32 * 1024 * 1024   # most bytes a job's replies may hold, all together
     max_reply_values: int = 1_000_000           # most JSON values a job's replies may hold, all together
     preload_extra: tuple[str, ...] = ()          # extra modules to pre-import in the warm worker

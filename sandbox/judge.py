@@ -34,7 +34,7 @@ import signal
 import time
 import types
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 
 from . import plaindata, prefetch
@@ -50,7 +50,10 @@ TEST_FILE = "<capa-test>"
 PRELUDE_FILE = "<capa-prelude>"
 ALARM_GRACE_S = 0.5   # the trusted test's own work may run this far past the job's deadline
 _BUILTIN_NAMES = frozenset(dir(builtins))
-_GLOBAL_OPS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL", "STORE_NAME"})
+_EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
+_LOAD_GLOBAL = dis.opmap["LOAD_GLOBAL"]   # (3.11+: its name is co_names[arg >> 1])
+_NAME_OPS = frozenset(dis.opmap[n] for n in ("LOAD_NAME", "STORE_NAME", "DELETE_NAME", "STORE_GLOBAL",
+                                             "DELETE_GLOBAL"))
 
 
 @dataclass
@@ -81,7 +84,18 @@ def _walk(co: types.CodeType):
 
 
 def _global_names(co: types.CodeType) -> set[str]:
-    return {ins.argval for c in _walk(co) for ins in dis.get_instructions(c) if ins.opname in _GLOBAL_OPS}
+    """The names the code reads or binds as globals (not attributes, not locals)."""
+    out = set()
+    for c in _walk(co):
+        code, names, ext = c.co_code, c.co_names, 0
+        for i in range(0, len(code), 2):
+            op, arg = code[i], code[i + 1] | ext
+            ext = arg << 8 if op == _EXTENDED_ARG else 0
+            if op == _LOAD_GLOBAL:
+                out.add(names[arg >> 1])
+            elif op in _NAME_OPS:
+                out.add(names[arg])
+    return out
 
 
 @lru_cache(maxsize=512)
@@ -106,18 +120,20 @@ def _test_line(tb, lines: tuple[str, ...]) -> str | None:
     return None
 
 
+def _on_alarm(signum, frame):
+    raise Abort(timed_out=True)
+
+
 @contextmanager
 def time_limit(deadline: float):
     """Stop the trusted test (Abort: timed out) once ``deadline`` has passed."""
-    def on_alarm(signum, frame):
-        raise Abort(timed_out=True)
-    old = signal.signal(signal.SIGALRM, on_alarm)
+    if signal.getsignal(signal.SIGALRM) is not _on_alarm:   # (prefetch discovery restores it)
+        signal.signal(signal.SIGALRM, _on_alarm)
     signal.setitimer(signal.ITIMER_REAL, max(0.001, deadline - time.monotonic()))
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 class CheckRun:
@@ -149,9 +165,6 @@ class CheckRun:
         # the entry point's calls as the test made them, with what came back (plain data, wire
         # form); only kept when asked for, and only observed: the proxy works the same either way
         self.recorded: list[dict] | None = [] if self.record_calls else None
-
-    def _happened(self, **fields) -> Happened:
-        return Happened(time_limit_s=self.timeout_s, **fields)
 
     def _record(self, name: str, wire_args, wire_kwargs, reply: dict) -> None:
         if self.recorded is None or name != self.entry:
@@ -204,7 +217,8 @@ class CheckRun:
 
     def _receive(self, during: str, settle: bool = True) -> tuple[dict, object]:
         """The child's next reply, and (``settle``) what the test gets for it: ``(value,)``, or an
-        exception to raise. What ends the job (time limit, child gone, ...) raises Abort."""
+        exception to raise (values rebuilt under the job's DecodeLimit). What ends the job
+        (time limit, child gone, replies too large, broken protocol) raises Abort."""
         try:
             reply = self.sess.recv(self.deadline)
         except ChildTimeout:
@@ -215,23 +229,24 @@ class CheckRun:
             raise Abort(exc=exc_record("ResultTooLarge", f"the submission's results are too large: {e}")) from None
         except ChildProtocolError as e:
             raise Abort(protocol=f"the submission broke the sandbox protocol: {e}") from None
-        return reply, (self._settle(reply) if settle else None)
-
-    def _settle(self, reply: dict):
+        if not settle:
+            return reply, None
         if reply.get("ok") is True and "value" in reply:
             try:
-                return (plaindata.decode(reply["value"], self.limit),)
+                return reply, (plaindata.decode(reply["value"], self.limit),)
             except plaindata.DecodeTimeout:
-                return Abort(timed_out=True)
+                result = Abort(timed_out=True)
             except plaindata.HashFlood as e:
-                return Abort(rejected=Failure("HashFlood", f"the result was refused: {e}"))
+                result = Abort(rejected=Failure("HashFlood", f"the result was refused: {e}"))
             except plaindata.DecodeError as e:
-                return Abort(protocol=f"malformed result from the submission: {e}")
-        if type(reply.get("unsupported")) is str:
-            return Abort(rejected=Failure("UnsupportedReturnType", reply["unsupported"][:500]))
-        if reply.get("ok") is False and "exc" in reply:
-            return remote_exception(clean_info(reply["exc"]))
-        return Abort(protocol="malformed reply from the submission")
+                result = Abort(protocol=f"malformed result from the submission: {e}")
+        elif type(reply.get("unsupported")) is str:
+            result = Abort(rejected=Failure("UnsupportedReturnType", reply["unsupported"][:500]))
+        elif reply.get("ok") is False and "exc" in reply:
+            result = remote_exception(clean_info(reply["exc"]))
+        else:
+            result = Abort(protocol="malformed reply from the submission")
+        return reply, result
 
     def _read_batch(self) -> None:
         """Read every reply to the prefetched batch before the test runs (see prefetch.Prefetched)."""
@@ -255,7 +270,8 @@ class CheckRun:
             return Verdict.sandbox_error(f"the test does not compile: {e}", time.monotonic() - t0)
         code = self.res.compiler.compile(self.code, self.timeout_s, self.memory_mb)
         if code.bytecode is None:
-            return self._verdict(self._happened(timed_out=code.timed_out, exc=code.exc, where="while compiling"), t0)
+            return self._verdict(Happened(time_limit_s=self.timeout_s, timed_out=code.timed_out, exc=code.exc,
+                                          where="while compiling"), t0)
         self.bytecode = code.bytecode
         self.budget_s = max(0.0, self.timeout_s - code.seconds)
         state = random.getstate() if compiled.uses_random else None
@@ -285,21 +301,23 @@ class CheckRun:
             memory.set_limit(self.memory_mb)
             oom_before = memory.oom_kills()
         self.sess = self.res.spawner.take()   # SpawnError: the worker is replaced (worker.py)
-        h = self._run(compiled, use_prefetch)
+        seen = self._run(compiled, use_prefetch)
         # How the child ended matters only when it vanished during the job; otherwise it is
         # killed now and reaped after the verdict went out. (Output is flushed before every
         # reply, so nothing is lost by killing the child now.)
-        reaped = self.res.spawner.release(self.sess, need_status=h.died)
+        died = seen.get("died", False)
+        reaped = self.res.spawner.release(self.sess, need_status=died)
         if self.diverged:
             return None
-        extra = {"forbidden": tuple(self.sess.forbidden(upto=self.calls))}
-        if h.died:
-            extra.update(exit_status=reaped.get("status"), cpu_s=float(reaped.get("cpu_s", 0.0)),
-                         cpu_limit_s=float(cpu_limit_s(self.timeout_s)),
-                         oom_killed=memory is not None and memory.oom_kills() > oom_before)
-        return self._verdict(replace(h, **extra), t0, self.sess)
+        if died:
+            seen.update(exit_status=reaped.get("status"), cpu_s=float(reaped.get("cpu_s", 0.0)),
+                        cpu_limit_s=float(cpu_limit_s(self.timeout_s)),
+                        oom_killed=memory is not None and memory.oom_kills() > oom_before)
+        return self._verdict(Happened(time_limit_s=self.timeout_s, forbidden=tuple(self.sess.forbidden(upto=self.calls)),
+                                      **seen), t0, self.sess)
 
-    def _run(self, compiled: CompiledTest, use_prefetch: bool) -> Happened:
+    def _run(self, compiled: CompiledTest, use_prefetch: bool) -> dict:
+        """What happened, as ``Happened`` fields."""
         sess = self.sess
         # 1. the trusted side prepares the test namespace (and predicts the calls)
         ns: dict = {"__name__": "__capa_test__", "__builtins__": builtins}
@@ -308,10 +326,10 @@ class CheckRun:
                 exec(compiled.prelude_code, ns)
             exec(compiled.test_code, ns)
         except Exception as e:
-            return self._happened(setup_error=f"the test failed at import time: {type(e).__name__}: {safe_str(e)}")
+            return {"setup_error": f"the test failed at import time: {type(e).__name__}: {safe_str(e)}"}
         check_fn = ns.get("check")
         if not callable(check_fn):
-            return self._happened(setup_error="the test does not define check(candidate)")
+            return {"setup_error": "the test does not define check(candidate)"}
         wanted = [n for n in compiled.global_names if n != self.entry and n not in ns]
         # 2. queue the load request and the batch; the child reads them when its setup is done
         sess.queue({"op": "load", "code": self.code, "bytecode": self.bytecode, "entry_point": self.entry,
@@ -328,11 +346,11 @@ class CheckRun:
         try:
             ready = sess.recv(time.monotonic() + SETUP_TIMEOUT_S)
         except ChildTimeout:
-            return self._happened(setup_error="the sandboxed process did not start in time")
+            return {"setup_error": "the sandboxed process did not start in time"}
         except (ChildGone, ChildProtocolError) as e:
-            return self._happened(setup_error=f"the sandboxed process failed during setup ({e!r})")
+            return {"setup_error": f"the sandboxed process failed during setup ({e!r})"}
         if ready.get("ready") is not True:
-            return self._happened(setup_error=f"sandbox setup failed: {safe_str(ready.get('setup_error'), 500)}")
+            return {"setup_error": f"sandbox setup failed: {safe_str(ready.get('setup_error'), 500)}"}
         self.deadline = self.limit.deadline = time.monotonic() + self.budget_s
         try:
             load, _ = self._receive("while loading", settle=False)
@@ -340,23 +358,23 @@ class CheckRun:
             if self.batch is not None:
                 self._read_batch()
         except Abort as a:
-            return self._happened(**{"where": "while loading", **a.happened})
+            return {"where": "while loading", **a.happened}
         # 4. run the test here, in the trusted process
         lines = compiled.test_lines
         try:
             with time_limit(self.deadline + ALARM_GRACE_S):
                 check_fn(candidate)
         except Abort as a:
-            return self._happened(line=_test_line(a.__traceback__, lines), **{"where": "during a call", **a.happened})
+            return {"where": "during a call", **a.happened, "line": _test_line(a.__traceback__, lines)}
         except prefetch.Diverged:
             self.diverged = True
-            return self._happened()
+            return {}
         except RemoteError as e:
-            return self._happened(exc=e.remote, where="during a call", line=_test_line(e.__traceback__, lines))
+            return {"exc": e.remote, "where": "during a call", "line": _test_line(e.__traceback__, lines)}
         except BaseException as e:  # an assert, or e.g. TypeError from comparing a wrong-typed result
             msg = safe_str(e) or ("assertion failed" if isinstance(e, AssertionError) else "")
-            return self._happened(test_failure=Failure(type(e).__name__, msg, _test_line(e.__traceback__, lines)))
-        return self._happened()
+            return {"test_failure": Failure(type(e).__name__, msg, _test_line(e.__traceback__, lines))}
+        return {}
 
     def _bind(self, load: dict, ns: dict, wanted: list[str]) -> RemoteFunction:
         """Put the submission's entry point and the helpers the test wants into the test's namespace."""

@@ -1,11 +1,16 @@
 """Scratch directories: one per child, made before its fork and removed after it was reaped.
 
-With the scratch_tmpfs layer each one is a tmpfs of its own (size and inode limits per
-child), mounted in the zygote's private mount namespace and lazily unmounted afterwards:
-whatever the child left there, however deep, goes with the mount; nothing is walked.
-Without it (no root, no user namespace, or the layer off) a plain directory is removed by
-``remove_tree``, which holds a constant number of file descriptors at any depth (the
-zygote runs under RLIMIT_NOFILE=64) and never follows a symlink or crosses a mount.
+With the scratch_tmpfs layer they live on a size- and inode-limited tmpfs of the worker's
+own, mounted in the zygote's private mount namespace. A child's directory is removed with
+one rmdir when the child left nothing in it (most never write a file). When it did, the
+tmpfs is not walked: it is lazily unmounted and a fresh one mounted in its place (no
+other child's directory is on it then: the zygote reaps a child before it starts the
+next). Whatever the child left there, however deep, goes with the old mount.
+
+Without that layer (no root, no user namespace, or the layer off) a directory that is
+not empty is removed by ``remove_tree``, which holds a constant number of file
+descriptors at any depth (the zygote runs under RLIMIT_NOFILE=64), never follows a
+symlink and refuses to cross a mount.
 """
 from __future__ import annotations
 
@@ -16,31 +21,49 @@ from . import namespaces
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def make(path: str, tmpfs: bool, size_mb: int, inodes: int, owner: int | None) -> None:
-    """Create ``path`` for a child that runs as ``owner`` (None: the zygote's own uid)."""
-    os.mkdir(path, 0o700)
-    try:
-        if tmpfs:
-            namespaces.mount_tmpfs(path, size_mb, inodes, mode="0700", owner=owner)
-        elif owner is not None:
-            os.chown(path, owner, owner)
-    except BaseException:
-        os.rmdir(path)
-        raise
+class Scratch:
+    """The zygote's scratch dirs under ``base``: ``make`` one per child, ``remove`` it after."""
 
+    def __init__(self, base: str, size_mb: int, inodes: int, owner: int | None):
+        self.base = base
+        self.size_mb = size_mb
+        self.inodes = inodes
+        self.owner = owner      # the children's uid (None: the zygote's own)
+        self.tmpfs = False
+        self.remounts = 0
 
-def remove(path: str, tmpfs: bool) -> None:
-    """Remove a child's scratch dir; raise OSError if anything of it is left."""
-    if tmpfs:
-        namespaces.umount_detached(path)
-    try:
-        os.rmdir(path)
-        return
-    except FileNotFoundError:
-        return
-    except OSError:
-        pass
-    remove_tree(path)
+    def mount(self) -> None:
+        """Put a fresh tmpfs on ``base`` (in the zygote's private mount namespace)."""
+        namespaces.mount_tmpfs(self.base, self.size_mb, self.inodes)
+        self.tmpfs = True
+
+    def make(self, name: str) -> str:
+        path = f"{self.base}/{name}"
+        os.mkdir(path, 0o700)
+        if self.owner is not None:
+            try:
+                os.chown(path, self.owner, self.owner)
+            except BaseException:
+                os.rmdir(path)
+                raise
+        return path
+
+    def remove(self, path: str) -> None:
+        """Remove a reaped child's dir; raise OSError if anything of it is left."""
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:   # (on a tmpfs replaced since)
+            return
+        except OSError:
+            pass
+        if self.tmpfs:
+            namespaces.umount_detached(self.base)
+            self.tmpfs = False
+            self.mount()
+            self.remounts += 1
+        else:
+            remove_tree(path)
 
 
 def remove_tree(path: str) -> None:

@@ -99,13 +99,16 @@ def main(argv: list[str]) -> None:
             hello.update(msg)
             zclient = ZygoteClient(parent_sock, zpid)
     hello["fatal"] = fatal
+    compiler = CompileHelper()
+    if fatal is None:
+        compiler.start()   # now, off the first job's clock
+        hello["compile_helper_pid"] = compiler.pid
     write_frame(res_fd, hello)
     layers = hello.get("layers", {})
     spawner = (Spawner(zclient, cfg.output_cap_bytes, cfg.max_message_bytes, cfg.max_reply_values,
                        kill_group=not layers.get("pid_namespace")) if zclient else None)
     if spawner and cfg.prestart_child:
         spawner.refill()
-    compiler = CompileHelper()
     res = judge.Resources(spawner, cfg, compiler, group if layers.get("memory_cgroup") else None, layers,
                           tuple(hello.get("verdict_notes", ())))
 
@@ -129,7 +132,8 @@ def main(argv: list[str]) -> None:
                         spawner.settle()
                     spare = spawner.spare if spawner else None
                     write_frame(res_fd, dict(hello, spare_pid=spare.pid if spare else None,
-                                             spare_scratch=spare.scratch_name if spare else None))
+                                             spare_scratch=spare.scratch_name if spare else None,
+                                             compile_helper_pid=compiler.pid))
                     continue
                 else:
                     v = Verdict.sandbox_error(f"unknown job op {job.get('op')!r}")

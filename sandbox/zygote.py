@@ -32,7 +32,7 @@ import signal
 import socket
 import struct
 
-from . import harness, namespaces, scratch
+from . import harness, namespaces
 from .config import SandboxConfig
 from .protocol import REAP, REAPED, REP_FD, SETUP_FAILED_CODE, SPAWN, SPAWNED, encode_frame, write_frame
 from .zygote_layers import SAFE_ENV, ZygoteLayers
@@ -130,9 +130,8 @@ class Zygote(ZygoteLayers):
             _place(fds)
         self.jobs += 1
         jobno = self.jobs
-        path = f"{self.base}/j{jobno}"
         try:
-            scratch.make(path, self.tmpfs, self.cfg.scratch_mb, self.cfg.scratch_inodes, self.uid)
+            path = self.scratch.make(f"j{jobno}")
         except BaseException:
             os.closerange(1, 5)
             raise
@@ -184,7 +183,7 @@ class Zygote(ZygoteLayers):
             self._reap(pid, report=False)
         if path not in self.children.values():
             try:
-                scratch.remove(path, self.tmpfs)
+                self.scratch.remove(path)
             except OSError as e:
                 self.broken = f"{path}: {e}"
 
@@ -208,7 +207,7 @@ class Zygote(ZygoteLayers):
         if not self.own_pidns and self.filter is None:
             self._sweep()  # fork was possible: kill whatever the child left running
         try:
-            scratch.remove(path, self.tmpfs)
+            self.scratch.remove(path)
         except OSError as e:
             self.broken = self.broken or f"{path}: {e}"
         if not report:

@@ -50,7 +50,7 @@ class ZygoteLayers:
         self.cgroup_fd: int | None = None
         self.uid: int | None = None
         self.chroot = False
-        self.tmpfs = False
+        self.scratch = scratch.Scratch(scratch_base, cfg.scratch_mb, cfg.scratch_inodes, None)
         self.fd_limit = 0
         self.base_vm = 0
         self.chan: child_env.Channel | None = None
@@ -78,8 +78,7 @@ class ZygoteLayers:
                 self.notes.append(f"user_namespace: {e}")
         self.layers["net_namespace"] = self._try(cfg.net_namespace, "net_namespace",
                                                  lambda: namespaces.unshare(namespaces.CLONE_NEWNET))
-        self.tmpfs = self.layers["scratch_tmpfs"] = self._try(cfg.scratch_tmpfs, "scratch_tmpfs",
-                                                              self._probe_scratch)
+        self.layers["scratch_tmpfs"] = self._try(cfg.scratch_tmpfs, "scratch_tmpfs", self._mount_scratch)
         self.layers["pid_namespace"] = self._try(cfg.pid_namespace, "pid_namespace", self._probe_pidns)
         self.layers["ipc_namespace"] = self._try(cfg.ipc_namespace, "ipc_namespace", self._probe_ipcns)
         self.layers["memory_cgroup"] = self._setup_cgroup()
@@ -96,7 +95,7 @@ class ZygoteLayers:
         self.layers["env_scrubbed"] = True
         self.layers["scratch_dir"] = True
         if self.layers["drop_privileges"] and self.is_root:
-            self.uid = cfg.uid_base + os.getpid()
+            self.uid = self.scratch.owner = cfg.uid_base + os.getpid()
             os.setgroups([])
         elif self.layers["drop_privileges"]:
             self.capdrop = namespaces.CapabilityDropper()
@@ -151,13 +150,10 @@ class ZygoteLayers:
             self.notes.append(f"{name}: {e}")
             return False
 
-    def _probe_scratch(self) -> None:
-        """A private mount namespace, where each child's scratch tmpfs is mounted (probed once)."""
+    def _mount_scratch(self) -> None:
         namespaces.unshare(namespaces.CLONE_NEWNS)
         namespaces.make_mounts_private()
-        probe = f"{self.base}/probe"
-        scratch.make(probe, True, 1, 16, None)
-        scratch.remove(probe, True)
+        self.scratch.mount()
 
     def _probe_clone(self, flag: int) -> None:
         """User namespace mode: children get new namespaces from clone(2) (the zygote cannot

@@ -21,12 +21,12 @@ P61 = 2 ** 61 - 1   # every multiple hashes to 0
 
 @pytest.mark.parametrize("make", [lambda k: k * P61, lambda k: frozenset([k * P61]), lambda k: (k * P61,)])
 def test_values_that_hash_alike_are_refused_before_a_set_is_built(make):
-    wire = encode({make(k) for k in range(1, 10)} | {make(k) for k in range(10, 3000)})
+    wire = encode({make(k) for k in range(1, 10)} | {make(k) for k in range(10, 1000)})
     t0 = time.monotonic()
     with pytest.raises(HashFlood):
         decode(wire, DecodeLimit())
     assert time.monotonic() - t0 < 1.0
-    assert len(decode(wire)) == 2999   # (without a limit, as the child decodes the judge's values)
+    assert len(decode(wire)) == 999   # (without a limit, as the child decodes the judge's values)
 
 
 def test_ordinary_values_pass_the_flood_check():
