@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -11,17 +12,24 @@ from capa_hf.errors import CapaError
 
 
 def _cmd_design(args) -> int:
-    from capa_hf.design import default_design
+    from capa_hf.content import load_content
+    from capa_hf.design import default_design, design_stats, task_dimensions
+    from capa_hf.humaneval import load_tasks
 
     cells = default_design(seed=args.seed)
     if args.json:
         print(json.dumps([c.model_dump() for c in cells], indent=1))
         return 0
-    print(f"{'cell':4}  {'persona':7}  {'mechanism pair':45}  tasks (1-5 history | 6-10 held-out)")
+    short = {"learn": "L", "reuse": "R", "convention_only": "C", "mixed": "M"}
+    print(f"{'cell':4}  {'persona':7}  {'mechanism pair':45}  tasks (1-5 history | 6-10 held-out), roles")
     for c in cells:
         nums = [t.split("/")[1] for t in c.task_ids]
         pair = " + ".join(c.mechanisms)
-        print(f"{c.cell_id:4}  {c.persona_id:7}  {pair:45}  {' '.join(nums[:5])} | {' '.join(nums[5:])}")
+        roles = "".join(short[r] for r in c.roles)
+        print(f"{c.cell_id:4}  {c.persona_id:7}  {pair:45}  {' '.join(nums[:5])} | {' '.join(nums[5:])}  {roles}")
+    stats = design_stats(cells, task_dimensions(load_content(), list(load_tasks())))
+    print("roles: L learn, R reuse (history); C convention only, M mixed (held-out)")
+    print(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in stats.items()))
     return 0
 
 
@@ -59,7 +67,7 @@ def _cmd_publish(args) -> int:
 
 
 def _cmd_eval(args) -> int:
-    from capa_hf.evaluation.run import eval_cli
+    from capa_hf.evaluation.eval_cli import eval_cli
 
     return eval_cli(args)
 
@@ -114,18 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     pub.set_defaults(func=_cmd_publish)
 
     e = sub.add_parser("eval", help="evaluate a model on the held-out sessions")
-    e.add_argument("--model", required=True, help="runners engine spec, e.g. llamacpp, vllm:Qwen/Qwen3-8B")
-    e.add_argument("--condition", default="none", help="none | same-user | shuffled")
-    e.add_argument("--dataset", default=None, help="dataset folder (default: the committed dist/capa)")
-    e.add_argument("--cells", nargs="*", default=None, help="cell ids, e.g. C01 C07")
-    e.add_argument("--limit", type=int, default=None, help="at most this many held-out sessions")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--max-turns", type=int, default=8)
-    e.add_argument("--max-tokens", type=int, default=768)
-    e.add_argument("--temperature", type=float, default=0.0)
-    e.add_argument("--user", default="scripted", help="simulated user: scripted")
-    e.add_argument("--out", required=True)
-    e.add_argument("--no-progress", action="store_true")
+    from capa_hf.evaluation.eval_cli import add_eval_arguments
+
+    add_eval_arguments(e)
     e.set_defaults(func=_cmd_eval)
 
     r = sub.add_parser("report", help="print and plot the summaries of one or more runs")
@@ -138,10 +137,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()
+        return code
     except CapaError as exc:
         print(f"capa {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader went away (`capa design | head -1`): stop quietly, and keep Python's own
+        # flush at exit from failing on the closed pipe
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

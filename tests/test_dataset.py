@@ -43,26 +43,119 @@ def test_committed_dataset_loads_with_datasets_and_is_balanced():
         assert len({r["persona_id"] for r in rs}) == 1 and len({tuple(r["mechanisms"]) for r in rs}) == 1
     assert set(Counter(r["task_id"] for r in rows).values()) <= {3, 4}
     assert len({r["task_id"] for r in rows}) == 164
-    assert all(r["resolved"] for r in ds["history"])
+    assert all(r["resolved"] for r in rows)
     for r in rows:
         assert r["hidden_items"], r["session_id"]
-        assert {h["mechanism"] for h in r["hidden_items"]} == set(r["mechanisms"])
+        assert {h["mechanism"] for h in r["hidden_items"]} <= set(r["mechanisms"])
         for h in r["hidden_items"]:
             assert h["clarification"] not in r["initial_request"]
-        assert r["generator"]["pipeline_version"] == "0.1.0"
+        assert r["generator"]["pipeline_version"] == "0.2.0"
+
+
+def test_heldout_rows_carry_no_trace_and_history_rows_do():
+    ds = load_dataset(str(DEFAULT_DATASET_DIR))
+    assert all(r["turns"] == [] for r in ds["heldout"])
+    assert all(len(r["turns"]) >= 2 and r["turns"][-1]["role"] == "assistant" for r in ds["history"])
+
+
+def test_heldout_tasks_never_appear_in_history():
+    ds = load_dataset(str(DEFAULT_DATASET_DIR))
+    assert not {r["task_id"] for r in ds["heldout"]} & {r["task_id"] for r in ds["history"]}
+
+
+def test_revealed_in_points_only_at_earlier_history_sessions_of_the_same_cell():
+    ds = load_dataset(str(DEFAULT_DATASET_DIR))
+    rows = {r["session_id"]: r for split in ds.values() for r in split}
+    n = 0
+    for r in rows.values():
+        for h in r["hidden_items"]:
+            assert h["resolvable_from_history"] == bool(h["revealed_in"])
+            assert (h["kind"] == "convention") == (h["dimension"] is not None)
+            for sid in h["revealed_in"]:
+                src = rows[sid]
+                n += 1
+                assert src["cell_id"] == r["cell_id"] and src["split"] == "history"
+                assert src["position"] < r["position"]
+                # the source session really states that value: its trace holds the clarification
+                # of an item on the same dimension, or its request states it
+                stated = [x for x in src["hidden_items"] if x["dimension"] == h["dimension"]]
+                users = " ".join(t["content"] for t in src["turns"] if t["role"] == "user")
+                assert any(x["clarification"] in users for x in stated) or not stated
+    assert n > 300
+
+
+def test_every_heldout_task_exercises_a_dimension_its_cells_history_exercised():
+    import json as _json
+
+    variants = {r["variant_id"]: r for r in load_dataset(str(DEFAULT_DATASET_DIR), "variants", split="train")}
+    ds = load_dataset(str(DEFAULT_DATASET_DIR))
+    shown = {}
+    for r in ds["history"]:
+        shown.setdefault(r["cell_id"], set()).update(_json.loads(variants[r["variant_id"]]["values"]))
+    for r in ds["heldout"]:
+        assert set(_json.loads(variants[r["variant_id"]]["values"])) & shown[r["cell_id"]], r["session_id"]
+
+
+def test_sessions_needing_another_value_fail_canonical_and_pass_the_reference():
+    """25 random held-out sessions whose variant differs from HumanEval: HumanEval's canonical
+    solution fails the session's tests and the variant's reference passes them."""
+    import random
+
+    from sandbox import CheckJob, SandboxPool
+
+    variants = {r["variant_id"]: r for r in load_dataset(str(DEFAULT_DATASET_DIR), "variants", split="train")}
+    tasks = {t["task_id"]: t for t in load_dataset(str(DEFAULT_DATASET_DIR), "tasks", split="train")}
+    held = [r for r in load_dataset(str(DEFAULT_DATASET_DIR), split="heldout") if not variants[r["variant_id"]]["humaneval"]]
+    assert len(held) >= 100
+    sample = random.Random(2026).sample(held, 25)
+    jobs = []
+    for r in sample:
+        t, v = tasks[r["task_id"]], variants[r["variant_id"]]
+        jobs.append(CheckJob(t["prompt"] + t["canonical_solution"], v["test"], t["entry_point"], prelude=t["prompt"]))
+        jobs.append(CheckJob(v["reference"], v["test"], t["entry_point"], prelude=t["prompt"]))
+    with SandboxPool() as pool:
+        verdicts = pool.check_many(jobs)
+    for r, canonical, reference in zip(sample, verdicts[::2], verdicts[1::2]):
+        assert not canonical.passed, r["session_id"]
+        assert reference.passed, (r["session_id"], reference.status, reference.failure)
 
 
 def test_other_configs_load():
     tasks = load_dataset(str(DEFAULT_DATASET_DIR), "tasks", split="train")
     assert tasks.num_rows == 164 and all(2 <= len(t["keypoints"]) <= 8 for t in tasks)
+    variants = load_dataset(str(DEFAULT_DATASET_DIR), "variants", split="train")
+    assert variants.num_rows > 164 and sum(v["humaneval"] for v in variants) == 164
+    assert load_dataset(str(DEFAULT_DATASET_DIR), "dimensions", split="train").num_rows >= 8
     assert load_dataset(str(DEFAULT_DATASET_DIR), "personas", split="train").num_rows == 10
     assert load_dataset(str(DEFAULT_DATASET_DIR), "mechanisms", split="train").num_rows == 6
     assert load_dataset(str(DEFAULT_DATASET_DIR), "cells", split="train").num_rows == 60
 
 
-def test_committed_dataset_validates():
+def test_committed_dataset_validates_and_reports_the_oracle_bound():
     report = validate_folder(DEFAULT_DATASET_DIR)
     assert report.ok, report.summary()
+    facts = report.facts
+    assert facts["heldout_by_role"]["convention_only"] >= 120
+    assert facts["oracle_ft_es"] == facts["heldout_fully_resolvable"] / 300 >= 0.4
+    assert "oracle ft es" in report.summary()
+
+
+def test_validate_refuses_a_heldout_row_with_a_trace(built, tmp_path):
+    from capa_hf.dataset.build import sha256
+
+    out, _ = built
+    copy = tmp_path / "capa"
+    shutil.copytree(out, copy)
+    path = copy / "data" / "heldout-00000-of-00001.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    rows[0]["turns"] = [{"role": "assistant", "content": "```python\ndef f(): pass\n```"}]
+    pq.write_table(table.from_pylist(rows, schema=table.schema), path)
+    manifest = json.loads((copy / "capa_manifest.json").read_text())
+    manifest["files"]["data/heldout-00000-of-00001.parquet"]["sha256"] = sha256(path)
+    (copy / "capa_manifest.json").write_text(json.dumps(manifest))
+    report = validate_folder(copy)
+    assert any("carries a trace" in e for e in report.errors), report.errors
 
 
 def test_rebuild_is_byte_identical_to_the_committed_build(built):
@@ -110,10 +203,24 @@ def test_validate_refuses_card_sizes_that_disagree(built, tmp_path):
     assert any("README.md" in e and "299" in e for e in report.errors)
 
 
-def test_card_has_configs_version_and_license(built):
+def test_card_follows_hub_conventions(built):
+    from huggingface_hub import DatasetCard, DatasetCardData
+
     out, _ = built
-    text = (out / "README.md").read_text()
-    assert "configs:" in text and "data/history-00000-of-00001.parquet" in text
-    assert "license: mit" in text and "CAPA 0.1.0" in text
+    card = DatasetCard.load(out / "README.md")
+    data = card.data
+    assert isinstance(data, DatasetCardData)
+    assert data.license == "mit" and data.source_datasets == ["openai/openai_humaneval"]
+    assert data.annotations_creators == ["machine-generated"] and data.multilinguality == ["monolingual"]
+    assert "version" not in data.to_dict()
+    assert "arxiv.org/abs/2607.26611" in card.text and "CAPA 0.2.0" in card.text
+    assert 'split="heldout"' in card.text
     manifest = json.loads((out / "capa_manifest.json").read_text())
-    assert manifest["version"] == "0.1.0" and len(manifest["files"]) == 6
+    assert manifest["version"] == "0.2.0" and len(manifest["files"]) == 8
+    # num_bytes are the uncompressed Arrow sizes, as `datasets` itself counts them
+    ds = load_dataset(str(out), split="heldout")
+    infos = {i["config_name"]: i for i in data.to_dict()["dataset_info"]}
+    heldout = next(s for s in infos["default"]["splits"] if s["name"] == "heldout")
+    assert heldout["num_bytes"] == ds.data.nbytes
+    assert infos["default"]["download_size"] == sum(
+        f["bytes"] for f in manifest["files"].values() if f["config"] == "default")

@@ -1,7 +1,7 @@
-"""End to end: a scripted assistant through `run_eval` under all three conditions.
+"""End to end: a scripted assistant through `run_eval` under the raw-history conditions.
 
-The scripted assistant either asks once and then submits the canonical solution, or submits a
-wrong function first and then the canonical one. The transcripts and metrics are exact.
+The scripted assistant either asks once and then submits the session variant's reference, or
+submits a wrong function first and then the reference. The transcripts and metrics are exact.
 """
 
 import json
@@ -12,9 +12,8 @@ from runners.scripted import ScriptedEngine
 
 from capa_hf.evaluation.conditions import render_history
 from capa_hf.evaluation.run import EvalConfig, run_eval
-from capa_hf.generation.reference import reference_code
 
-QUESTION = "Before I start, could you say a bit more?"
+QUESTION = "Hmm, could you clarify?"
 WRONG = "```python\ndef guess(*args):\n    return None\n```"
 CELL = "C02"
 
@@ -26,7 +25,7 @@ def assistant(data, mode):
         users = [m["content"] for m in messages if m["role"] == "user"]
         session = by_request[users[0]]
         n_assistant = sum(1 for m in messages if m["role"] == "assistant")
-        code = reference_code(data.tasks[session.task_id])
+        code = data.problem(session).reference
         if n_assistant == 0:
             return QUESTION if mode == "ask" else WRONG
         return f"Here it is:\n```python\n{code}\n```"
@@ -34,7 +33,7 @@ def assistant(data, mode):
 
 
 @pytest.mark.parametrize("mode", ["ask", "wrong_first"])
-@pytest.mark.parametrize("condition", ["none", "same-user", "shuffled"])
+@pytest.mark.parametrize("condition", ["none", "same-user", "shuffled", "conflicting"])
 def test_transcripts_and_metrics_are_exact(tmp_path, capa_data, mode, condition):
     engine = assistant(capa_data, mode)
     cfg = EvalConfig(model="scripted", condition=condition, cells=(CELL,), limit=3)
@@ -66,7 +65,8 @@ def test_transcripts_and_metrics_are_exact(tmp_path, capa_data, mode, condition)
     sb = json.loads((tmp_path / "run" / "summary.json").read_text())["sandbox"]
     assert {"seccomp", "rlimits"} <= set(sb["layers"]) and sb["memory_mb"] == 1024
     if os.geteuid() == 0:
-        assert {"chroot", "pid_namespace", "drop_privileges"} <= set(sb["layers"]) and sb["notes"] == []
+        assert {"chroot", "pid_namespace", "drop_privileges"} <= set(sb["layers"])
+        assert all(isinstance(n, str) for n in sb["notes"])
     assert "Sandbox: " in (tmp_path / "run" / "summary.md").read_text()
 
     system_prompts = {r.messages[0][1] for r in engine.seen}

@@ -1,5 +1,6 @@
 """Stages 2 and 3: any engine can play the assistant, unresolved sessions fall back to the
-reference assistant, and Stage 3 regenerates sessions that fail a check."""
+reference assistant, Stage 3 regenerates sessions that fail a check, and the reference traces
+ask, apply, guess and repair as their plans say."""
 
 from dataclasses import replace
 
@@ -9,9 +10,7 @@ from runners.scripted import ScriptedEngine
 from capa_hf.content import load_content
 from capa_hf.design import default_design
 from capa_hf.generation.pipeline import generate
-from capa_hf.generation.realizer import TemplateRealizer
-from capa_hf.generation.reference import reference_code
-from capa_hf.humaneval import load_tasks
+from capa_hf.generation.stage1_realize import TemplateRealizer
 
 
 @pytest.fixture(scope="module")
@@ -19,57 +18,81 @@ def two_cells():
     return default_design(0)[:2]
 
 
-def direct_solver(tasks, content):
-    """Submits the reference code at once: knows the task from the request's gist."""
-    def reply(messages):
-        request = messages[1]["content"].lower()
-        for tid, tc in content.tasks.items():
-            if tc.gist.lower()[:40] in request:
-                return f"```python\n{reference_code(tasks[tid])}\n```"
-        return "```python\ndef nope():\n    return 0\n```"
-    return ScriptedEngine(fn=reply, model="direct")
+@pytest.fixture(scope="module")
+def reference_build(two_cells):
+    return generate(seed=0, cells=two_cells, progress=False)
 
 
-def test_engine_as_assistant_and_reference_fallback(two_cells):
-    tasks, content = load_tasks(), load_content()
+def test_engine_as_assistant_and_reference_fallback(two_cells, reference_build):
+    content = load_content()
     wrong = ScriptedEngine(fn=lambda m: "```python\ndef nope(*a):\n    return None\n```", model="wrong")
-    _, sessions, stats = generate(seed=0, engine=wrong, cells=two_cells, progress=False, content=content)
+    _, sessions, stats, _ = generate(seed=0, engine=wrong, cells=two_cells, progress=False, content=content)
     assert len(sessions) == 20 and all(s.resolved for s in sessions)
     assert all(s.generator.fallback and s.generator.assistant == "reference" for s in sessions)
     assert stats.fallbacks == 20
 
-    _, sessions, stats = generate(seed=0, engine=direct_solver(tasks, content), cells=two_cells,
-                                  progress=False, content=content)
-    solved_direct = [s for s in sessions if not s.generator.fallback]
-    assert solved_direct, "the direct solver should resolve sessions whose gist it recognises"
-    for s in solved_direct:
-        assert s.generator.assistant == "scripted:direct" and s.assistant_turns == 1
-    assert stats.fallbacks == len(sessions) - len(solved_direct)
+    # an assistant that already knows every session's variant reference solves at turn 1
+    _, ref_sessions, _, traces = reference_build
+    final = {s.initial_request: traces[s.session_id]["submissions"][-1]["code"] for s in ref_sessions}
+
+    def reply(messages):
+        return f"```python\n{final[messages[1]['content']]}\n```"
+    _, sessions, stats, _ = generate(seed=0, engine=ScriptedEngine(fn=reply, model="oracle"), cells=two_cells,
+                                     progress=False, content=content)
+    assert stats.fallbacks == 0
+    assert all(s.generator.assistant == "scripted:oracle" and s.assistant_turns == 1 for s in sessions)
 
 
 class LeakyFirstAttempt(TemplateRealizer):
-    """Pastes the first hidden keypoint's plain text into the request on attempt 0 only."""
+    """States the first hidden task item's fact in the request on attempt 0 of one session."""
+
+    target = None
 
     def realize(self, ctx):
         out = super().realize(ctx)
-        if ctx.attempt == 0 and ctx.cell.cell_id == "C01" and ctx.session_id.endswith("S03"):
-            kp = next(k for k in ctx.content.keypoints if k.id == out.hidden_items[0].keypoint_id)
+        task_items = [h for h in out.hidden_items if h.kind == "task"]
+        if ctx.attempt == 0 and ctx.session_id == self.target and task_items:
+            kp = next(k for k in ctx.content.keypoints if k.id == task_items[0].keypoint_id)
             return replace(out, initial_request=out.initial_request + " " + kp.plain)
         return out
 
 
-def test_stage3_regenerates_a_leaking_session_with_the_next_attempt(two_cells):
-    _, sessions, stats = generate(seed=0, realizer=LeakyFirstAttempt(), cells=two_cells, progress=False)
-    s = next(s for s in sessions if s.session_id == "C01-S03")
+def test_stage3_regenerates_a_leaking_session_with_the_next_attempt(two_cells, reference_build):
+    _, sessions, _, _ = reference_build
+    target = next(s.session_id for s in sessions if any(h.kind == "task" for h in s.hidden_items))
+    LeakyFirstAttempt.target = target
+    _, sessions, stats, _ = generate(seed=0, realizer=LeakyFirstAttempt(), cells=two_cells, progress=False)
+    s = next(s for s in sessions if s.session_id == target)
     assert s.generator.attempt == 1
     assert stats.checks["no_leak"] == 1 and stats.regenerated == 1
-    assert all(x.generator.attempt == 0 for x in sessions if x.session_id != "C01-S03")
+    assert all(x.generator.attempt == 0 for x in sessions if x.session_id != target)
 
 
-def test_reference_traces_ask_each_hidden_item_once_then_pass(two_cells):
-    _, sessions, _ = generate(seed=0, cells=two_cells, progress=False)
+def test_reference_traces_follow_their_plans(reference_build):
+    from capa_hf.generation.pipeline import World, plan_cells
+
+    cells, sessions, _, traces = reference_build
+    plans = plan_cells(cells, World.load(), 0)
     for s in sessions:
-        assert s.assistant_turns == len(s.hidden_items) + 1
-        users = [t.content for t in s.turns if t.role == "user"][1:]
-        assert users == [h.clarification for h in s.hidden_items]
-        assert "```python" in s.turns[-1].content and s.resolved
+        trace = traces[s.session_id]
+        plan = plans[s.session_id]
+        assert s.resolved and trace["submissions"][-1]["verdict"]["status"] == "passed"
+        asked = [i for i in plan.items if not i.apply_unasked]
+        users = [t["content"] for t in trace["turns"] if t["role"] == "user"][1:]
+        kinds = trace["turn_kinds"]
+        if plan.guess_first and asked:
+            assert kinds[0] == "submission" and trace["submissions"][0]["verdict"]["status"] != "passed"
+        if not asked:
+            assert kinds == ["submission"]                   # conventions known from history, applied at once
+        else:
+            # every asked item's clarification reaches the assistant exactly once (an applied one
+            # may come up too when a question happens to match it better)
+            applied = {h.id for h, i in zip(s.hidden_items, plan.items) if i.apply_unasked}
+            for h in s.hidden_items:
+                n = sum(h.clarification in u for u in users)
+                assert n <= 1 and (n == 1 or h.id in applied), (s.session_id, h.id)
+        assert "```python" in trace["turns"][-1]["content"]
+        if s.split == "history":
+            assert [t.content for t in s.turns] == [t["content"] for t in trace["turns"]]
+        else:
+            assert s.turns == ()

@@ -14,17 +14,22 @@ import pyarrow.parquet as pq
 from capa_hf.content import load_content
 from capa_hf.dataset.card import render_card
 from capa_hf.dataset.features import LAYOUT
-from capa_hf.dataset.rows import cell_row, mechanism_row, persona_row, session_row, task_row
+from capa_hf.dataset.rows import cell_row, dimension_row, mechanism_row, persona_row, session_row, task_row
+from capa_hf.dataset.stats import dataset_stats
 from capa_hf.generation.pipeline import generate
 from capa_hf.humaneval import load_tasks
+from capa_hf.variants.catalog import VariantCatalog
 from capa_hf.version import PIPELINE_VERSION
 
 MANIFEST = "capa_manifest.json"
 
 
-def write_parquet(rows: list[dict], features, path: Path) -> None:
+def arrow_table(rows: list[dict], features) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=features.arrow_schema)
+
+
+def write_parquet(table: pa.Table, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    table = pa.Table.from_pylist(rows, schema=features.arrow_schema)
     tmp = path.with_suffix(".tmp")
     pq.write_table(table, tmp, compression="zstd", write_statistics=False)
     tmp.replace(path)
@@ -40,11 +45,15 @@ def build_dataset(out: Path, seed: int = 0, version: str | None = None, engine=N
     t0 = time.perf_counter()
     content = load_content()
     tasks = load_tasks()
-    cells, sessions, stats = generate(seed=seed, engine=engine, cache=cache, progress=progress, content=content)
+    cells, sessions, stats, _traces = generate(seed=seed, engine=engine, cache=cache, progress=progress,
+                                               content=content)
+    catalog = VariantCatalog(tasks, content.variants, content.dimensions)
     rows = {
         ("default", "history"): [session_row(s) for s in sessions if s.split == "history"],
         ("default", "heldout"): [session_row(s) for s in sessions if s.split == "heldout"],
-        ("tasks", "train"): [task_row(t, content.tasks[tid]) for tid, t in tasks.items()],
+        ("tasks", "train"): [task_row(t, content.tasks[tid], content.variants.get(tid)) for tid, t in tasks.items()],
+        ("variants", "train"): [r.row() for r in catalog.all_records()],
+        ("dimensions", "train"): [dimension_row(d) for d in content.dimensions.values()],
         ("personas", "train"): [persona_row(p) for p in content.personas.values()],
         ("mechanisms", "train"): [mechanism_row(m) for m in content.mechanisms.values()],
         ("cells", "train"): [cell_row(c) for c in cells],
@@ -54,23 +63,24 @@ def build_dataset(out: Path, seed: int = 0, version: str | None = None, engine=N
     for (config, split), split_rows in rows.items():
         features, paths = LAYOUT[config]
         path = out / paths[split]
-        write_parquet(split_rows, features, path)
+        table = arrow_table(split_rows, features)
+        write_parquet(table, path)
         files[paths[split]] = {"config": config, "split": split, "rows": len(split_rows),
-                               "bytes": path.stat().st_size, "sha256": sha256(path)}
-    split_rows_n = {(v["config"], v["split"]): v["rows"] for v in files.values()}
-    split_bytes = {(v["config"], v["split"]): v["bytes"] for v in files.values()}
-    assistant = "the reference assistant" if engine is None else f"`{engine.name}:{engine.model}` (reference fallback when unresolved)"
+                               "bytes": path.stat().st_size, "num_bytes": table.nbytes, "sha256": sha256(path)}
+    facts = dataset_stats(sessions, cells, {t: dict(s.dimensions) for t, s in content.variants.items()})
+    assistant = "the reference assistant" if engine is None else \
+        f"`{engine.name}:{engine.model}` (reference fallback when unresolved)"
     generation = (f"Version {version}, built by CAPA pipeline {PIPELINE_VERSION} with `capa build --seed {seed}`: "
-                  f"template realizer (curated keypoints, persona voice kits, discipline lexicons), "
-                  f"scripted simulated user, {assistant}, sandboxed HumanEval tests as the judge.")
+                  f"template realizer (curated keypoints, conventions, persona voice kits, discipline lexicons), "
+                  f"scripted simulated user, {assistant}, the sandbox running each variant's regenerated tests "
+                  f"as the judge.")
     stage3 = "\n".join(f"- {line.strip()}" for line in stats.lines())
-    (out / "README.md").write_text(render_card(version, split_rows_n, split_bytes, generation, stage3),
-                                   encoding="utf-8")
+    (out / "README.md").write_text(render_card(version, files, generation, stage3, facts), encoding="utf-8")
     manifest = {"name": "capa", "version": version, "pipeline_version": PIPELINE_VERSION, "seed": seed,
-                "files": dict(sorted(files.items()))}
+                "stats": facts, "files": dict(sorted(files.items()))}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return {"out": str(out), "sessions": len(sessions), "seconds": round(time.perf_counter() - t0, 2),
-            "stage3": stats.lines(), "version": version}
+            "stage3": stats.lines(), "version": version, "stats": facts}
 
 
 def build_cli(args) -> int:
@@ -85,6 +95,8 @@ def build_cli(args) -> int:
                          progress=not args.quiet)
     for line in info["stage3"]:
         print(line)
+    for key, value in info["stats"].items():
+        print(f"{key}: {value}")
     print(f"built {info['sessions']} sessions (version {info['version']}) into {info['out']} "
           f"in {info['seconds']} s", file=sys.stderr)
     return 0

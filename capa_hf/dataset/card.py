@@ -1,4 +1,10 @@
-"""Rendering the dataset card (README.md with a YAML header) from dataset_card/."""
+"""Rendering the dataset card (README.md with a YAML header) from dataset_card/.
+
+The header follows the Hub's dataset-card conventions: `configs` with their data files,
+`dataset_info` with each split's uncompressed Arrow size (`num_bytes`, as `datasets` counts it)
+and example count, the download size (parquet bytes), and the provenance keys. The version is
+not a header key (the Hub ignores it): it lives in the tag, the manifest and the text.
+"""
 
 from __future__ import annotations
 
@@ -10,27 +16,37 @@ from capa_hf.dataset.features import LAYOUT
 from capa_hf.errors import DataFileError
 from capa_hf.paths import CARD_DIR
 
+PAPER = "https://arxiv.org/abs/2607.26611"
+WHAT = {"default": "the sessions (evaluate on `heldout`; `history` holds the resolved traces)",
+        "tasks": "HumanEval tasks with gist, keypoints, dimensions and hideable keypoints",
+        "variants": "each task under each combination of convention values: reference and regenerated tests",
+        "dimensions": "the convention dimensions and their values",
+        "personas": "the 10 personas and their voice kits",
+        "mechanisms": "the 6 ambiguity mechanisms and their resolution patterns",
+        "cells": "the 60 users: persona, mechanism pair, convention profile, roles, tasks"}
 
-def yaml_header(version: str, split_rows: dict, split_bytes: dict) -> dict:
+
+def yaml_header(files: dict) -> dict:
+    by_split = {(v["config"], v["split"]): v for v in files.values()}
     configs, infos = [], []
-    for name, (features, files) in LAYOUT.items():
-        entry = {"config_name": name, "data_files": [{"split": s, "path": p} for s, p in files.items()]}
+    for name, (features, paths) in LAYOUT.items():
+        entry = {"config_name": name, "data_files": [{"split": s, "path": p} for s, p in paths.items()]}
         if name == "default":
             entry["default"] = True
         configs.append(entry)
-        infos.append({
-            "config_name": name,
-            "features": features._to_yaml_list(),
-            "splits": [{"name": s, "num_bytes": split_bytes[(name, s)], "num_examples": split_rows[(name, s)]}
-                       for s in files],
-            "download_size": sum(split_bytes[(name, s)] for s in files),
-            "dataset_size": sum(split_bytes[(name, s)] for s in files),
-        })
+        splits = [{"name": s, "num_bytes": by_split[(name, s)]["num_bytes"],
+                   "num_examples": by_split[(name, s)]["rows"]} for s in paths]
+        infos.append({"config_name": name, "features": features._to_yaml_list(), "splits": splits,
+                      "download_size": sum(by_split[(name, s)]["bytes"] for s in paths),
+                      "dataset_size": sum(sp["num_bytes"] for sp in splits)})
     return {
         "license": "mit",
         "language": ["en"],
         "pretty_name": "CAPA",
-        "version": version,
+        "annotations_creators": ["machine-generated"],
+        "language_creators": ["machine-generated"],
+        "multilinguality": ["monolingual"],
+        "source_datasets": ["openai/openai_humaneval"],
         "task_categories": ["text-generation"],
         "tags": ["code", "multi-turn", "clarification", "personalization", "ambiguity", "humaneval"],
         "size_categories": ["n<1K"],
@@ -39,27 +55,25 @@ def yaml_header(version: str, split_rows: dict, split_bytes: dict) -> dict:
     }
 
 
-def render_card(version: str, split_rows: dict, split_bytes: dict, generation: str, stage3: str) -> str:
+def _facts_table(facts: dict) -> str:
+    return "\n".join(f"| {k.replace('_', ' ')} | {v} |" for k, v in facts.items())
+
+
+def render_card(version: str, files: dict, generation: str, stage3: str, facts: dict) -> str:
     path = CARD_DIR / "README.md"
     if not path.is_file():
         raise DataFileError(path, "dataset card template not found")
-    header = yaml.safe_dump(yaml_header(version, split_rows, split_bytes), sort_keys=False,
-                            allow_unicode=True, width=100).strip()
+    header_data = {k: v for k, v in yaml_header(files).items() if v is not None}
+    header = yaml.safe_dump(header_data, sort_keys=False, allow_unicode=True, width=100).strip()
+    by_split = {(v["config"], v["split"]): v for v in files.values()}
     table = "\n".join(
-        f"| `{name}` | {', '.join(f'`{s}`' for s in files)} | "
-        f"{' + '.join(str(split_rows[(name, s)]) for s in files)} | {_what(name)} |"
-        for name, (_, files) in LAYOUT.items())
-    n_sessions = sum(split_rows[("default", s)] for s in LAYOUT["default"][1])
+        f"| `{name}` | {', '.join(f'`{s}`' for s in paths)} | "
+        f"{' + '.join(str(by_split[(name, s)]['rows']) for s in paths)} | {WHAT[name]} |"
+        for name, (_, paths) in LAYOUT.items())
+    n_sessions = sum(by_split[("default", s)]["rows"] for s in LAYOUT["default"][1])
     return Template(path.read_text(encoding="utf-8")).substitute(
-        yaml_header=header, version=version, n_sessions=n_sessions, n_cells=split_rows[("cells", "train")],
-        config_table=table, generation=generation, stage3=stage3)
-
-
-def _what(name: str) -> str:
-    return {"default": "the sessions", "tasks": "HumanEval tasks with gist and keypoints",
-            "personas": "the 10 personas and their voice kits",
-            "mechanisms": "the 6 ambiguity mechanisms and their resolution patterns",
-            "cells": "the 60 users: persona, mechanism pair, patterns, tasks"}[name]
+        yaml_header=header, version=version, n_sessions=n_sessions, n_cells=by_split[("cells", "train")]["rows"],
+        config_table=table, generation=generation, stage3=stage3, facts=_facts_table(facts), paper=PAPER)
 
 
 def read_card_header(text: str, where: str) -> dict:

@@ -5,26 +5,32 @@ from __future__ import annotations
 from datasets import Features, List, Value
 
 S = Value("string")
+B = Value("bool")
+
+HIDDEN_ITEM = {"id": S, "kind": S, "keypoint_id": S, "dimension": S, "mechanism": S, "obscured_as": S,
+               "clarification": S, "resolvable_from_history": B, "revealed_in": List(S)}
 
 SESSION = Features({
     "session_id": S,
     "cell_id": S,
     "position": Value("int32"),
     "split": S,
+    "role": S,
     "persona_id": S,
     "mechanisms": List(S),
     "patterns": List({"mechanism": S, "pattern": S}),
     "task_id": S,
+    "variant_id": S,
     "entry_point": S,
     "initial_request": S,
-    "hidden_items": List({"id": S, "keypoint_id": S, "mechanism": S, "obscured_as": S, "clarification": S}),
+    "hidden_items": List(HIDDEN_ITEM),
     "turns": List({"role": S, "content": S}),
-    "resolved": Value("bool"),
+    "resolved": B,
     "assistant_turns": Value("int32"),
     "difficulty": S,
     "generator": {
         "pipeline_version": S, "realizer": S, "assistant": S, "user": S,
-        "seed": Value("int64"), "attempt": Value("int32"), "fallback": Value("bool"),
+        "seed": Value("int64"), "attempt": Value("int32"), "fallback": B,
     },
 })
 
@@ -32,6 +38,18 @@ TASK = Features({
     "task_id": S, "entry_point": S, "prompt": S, "canonical_solution": S, "test": S, "gist": S,
     "keypoints": List({"id": S, "category": S, "description": S, "original_text": S,
                        "plain": S, "vague": S, "question": S}),
+    "dimensions": List({"dimension": S, "humaneval_value": S}),
+    "convention_keypoints": List({"keypoint_id": S, "dimension": S}),
+    "hideable_keypoints": List(S),
+})
+
+VARIANT = Features({
+    "variant_id": S, "task_id": S, "values": S, "humaneval": B, "reference": S, "test": S,
+})
+
+DIMENSION = Features({
+    "id": S, "name": S, "constant": S, "summary": S, "questions": List(S),
+    "values": List({"id": S, "habit": List(S), "state": List(S)}),
 })
 
 PERSONA = Features({
@@ -51,6 +69,9 @@ MECHANISM = Features({
 CELL = Features({
     "cell_id": S, "persona_id": S, "mechanisms": List(S),
     "patterns": List({"mechanism": S, "pattern": S}), "task_ids": List(S),
+    "profile": List({"dimension": S, "value": S}),
+    "dimension_mechanisms": List({"dimension": S, "mechanism": S}),
+    "roles": List(S),
 })
 
 # config name -> (features, {split: relative parquet path})
@@ -58,6 +79,8 @@ LAYOUT = {
     "default": (SESSION, {"history": "data/history-00000-of-00001.parquet",
                           "heldout": "data/heldout-00000-of-00001.parquet"}),
     "tasks": (TASK, {"train": "tasks/train-00000-of-00001.parquet"}),
+    "variants": (VARIANT, {"train": "variants/train-00000-of-00001.parquet"}),
+    "dimensions": (DIMENSION, {"train": "dimensions/train-00000-of-00001.parquet"}),
     "personas": (PERSONA, {"train": "personas/train-00000-of-00001.parquet"}),
     "mechanisms": (MECHANISM, {"train": "mechanisms/train-00000-of-00001.parquet"}),
     "cells": (CELL, {"train": "cells/train-00000-of-00001.parquet"}),

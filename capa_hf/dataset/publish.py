@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 from capa_hf.dataset.build import MANIFEST
-from capa_hf.dataset.card import read_card_header
 from capa_hf.dataset.validate import validate_folder
 from capa_hf.errors import CapaError
 
@@ -27,14 +26,20 @@ def latest_tag(api, repo_id: str) -> tuple[int, int, int] | None:
     return max(versions) if versions else None
 
 
+def card_version(text: str) -> str | None:
+    """The version the card's title states ("# CAPA 0.2.0: ...")."""
+    m = re.search(r"^# CAPA (\d+\.\d+\.\d+)", text, re.MULTILINE)
+    return m.group(1) if m else None
+
+
 def check_folder_version(folder: Path, version: str) -> None:
     report = validate_folder(folder)
     if not report.ok:
         raise CapaError(f"{folder}: refusing to publish a folder that does not validate:\n{report.summary()}")
-    card = read_card_header((folder / "README.md").read_text(encoding="utf-8"), str(folder / "README.md"))
+    card = card_version((folder / "README.md").read_text(encoding="utf-8"))
     manifest = json.loads((folder / MANIFEST).read_text())
-    found = {"card": str(card.get("version")), "manifest": str(manifest.get("version"))}
-    if any(parse_version(v) != parse_version(version) for v in found.values()):
+    found = {"card": str(card), "manifest": str(manifest.get("version"))}
+    if any(not _SEMVER.match(v) or parse_version(v) != parse_version(version) for v in found.values()):
         raise CapaError(f"{folder}: built as version card={found['card']} manifest={found['manifest']}, "
                         f"but --version is {version}; rebuild with `capa build --version {version}`")
 

@@ -1,4 +1,8 @@
-"""`capa validate`: refuse a dataset folder whose files, card and contents disagree."""
+"""`capa validate`: refuse a dataset folder whose files, card and contents disagree.
+
+It also prints what the dataset measures: held-out sessions by role and item kind, how many are
+fully resolvable from history, and the oracle bound (see capa_hf/dataset/stats.py).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ import pyarrow.parquet as pq
 from capa_hf.dataset.build import MANIFEST, sha256
 from capa_hf.dataset.card import read_card_header
 from capa_hf.dataset.features import LAYOUT
+from capa_hf.dataset.stats import dataset_stats, history_positions_ok
+from capa_hf.defaults import CELLS_PER_PERSONA, HISTORY_SIZE, MIN_CONVENTION_ONLY_SHARE, N_CELLS
 from capa_hf.errors import CapaError
 
 
@@ -21,6 +27,7 @@ class ValidationReport:
     path: Path
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    facts: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -29,6 +36,7 @@ class ValidationReport:
     def summary(self) -> str:
         lines = [f"{self.path}: " + ("OK" if self.ok else f"{len(self.errors)} problem(s)")]
         lines += [f"  - {n}" for n in self.notes]
+        lines += [f"  - {k.replace('_', ' ')}: {v}" for k, v in self.facts.items()]
         lines += [f"  ERROR {e}" for e in self.errors]
         return "\n".join(lines)
 
@@ -92,6 +100,18 @@ def check_card(folder: Path, tables: dict, report: ValidationReport) -> None:
                 report.errors.append(f"{card}: configs entry for {config}/{split} does not point at {rel}")
 
 
+def check_balance(cells: dict[str, list], report: ValidationReport) -> None:
+    personas = Counter(rs[0]["persona_id"] for rs in cells.values())
+    pairs = Counter(tuple(sorted(rs[0]["mechanisms"])) for rs in cells.values())
+    if len(cells) != N_CELLS or set(personas.values()) != {CELLS_PER_PERSONA} or set(pairs.values()) != {4} \
+            or len(pairs) != 15:
+        report.errors.append(f"cell balance broken: {len(cells)} cells, persona counts {sorted(set(personas.values()))}, "
+                             f"{len(pairs)} pairs with counts {sorted(set(pairs.values()))}")
+    mechs = {m for p in pairs for m in p}
+    if len(mechs) == 6 and set(pairs) != set(combinations(sorted(mechs), 2)):
+        report.errors.append("not every mechanism pair is present")
+
+
 def check_sessions(tables: dict, report: ValidationReport) -> None:
     if ("default", "history") not in tables or ("default", "heldout") not in tables:
         return
@@ -99,17 +119,11 @@ def check_sessions(tables: dict, report: ValidationReport) -> None:
     cells: dict[str, list] = {}
     for r in rows:
         cells.setdefault(r["cell_id"], []).append(r)
-    n_hist = tables[("default", "history")].num_rows
-    n_held = tables[("default", "heldout")].num_rows
-    report.notes.append(f"{n_hist} history + {n_held} held-out sessions in {len(cells)} cells")
-    personas = Counter(rs[0]["persona_id"] for rs in cells.values())
-    pairs = Counter(tuple(sorted(rs[0]["mechanisms"])) for rs in cells.values())
-    if len(cells) != 60 or set(personas.values()) != {6} or set(pairs.values()) != {4} or len(pairs) != 15:
-        report.errors.append(f"cell balance broken: {len(cells)} cells, persona counts {sorted(set(personas.values()))}, "
-                             f"{len(pairs)} pairs with counts {sorted(set(pairs.values()))}")
-    mechs = {m for p in pairs for m in p}
-    if len(mechs) == 6 and set(pairs) != set(combinations(sorted(mechs), 2)):
-        report.errors.append("not every mechanism pair is present")
+    report.notes.append(f"{tables[('default', 'history')].num_rows} history + "
+                        f"{tables[('default', 'heldout')].num_rows} held-out sessions in {len(cells)} cells")
+    check_balance(cells, report)
+    variants = set(tables[("variants", "train")].column("variant_id").to_pylist()) \
+        if ("variants", "train") in tables else None
     for cid, rs in sorted(cells.items()):
         positions = sorted(r["position"] for r in rs)
         if positions != list(range(1, 11)):
@@ -117,19 +131,38 @@ def check_sessions(tables: dict, report: ValidationReport) -> None:
         if len({r["task_id"] for r in rs}) != len(rs):
             report.errors.append(f"cell {cid}: a task repeats inside the cell")
         for r in rs:
-            want = "history" if r["position"] <= 5 else "heldout"
+            want = "history" if r["position"] <= HISTORY_SIZE else "heldout"
             if r["split"] != want:
                 report.errors.append(f"{r['session_id']}: split {r['split']} at position {r['position']}")
             if not r["resolved"]:
-                report.errors.append(f"{r['session_id']}: trace not resolved")
+                report.errors.append(f"{r['session_id']}: Stage 2 did not resolve it")
             if not r["hidden_items"]:
                 report.errors.append(f"{r['session_id']}: no hidden items")
+            if r["split"] == "heldout" and r["turns"]:
+                report.errors.append(f"{r['session_id']}: a held-out row carries a trace (an answer key)")
+            if variants is not None and r["variant_id"] not in variants:
+                report.errors.append(f"{r['session_id']}: variant {r['variant_id']} is not in the variants config")
             for h in r["hidden_items"]:
                 if h["clarification"] and h["clarification"] in r["initial_request"]:
                     report.errors.append(f"{r['session_id']}: hidden item {h['id']} leaks into the request")
+    report.errors += [f"revealed_in must name earlier history sessions of the same cell: {p}"
+                      for p in history_positions_ok(rows)[:20]]
+    hist_tasks = {r["task_id"] for r in rows if r["split"] == "history"}
+    shared = sorted({r["task_id"] for r in rows if r["split"] == "heldout"} & hist_tasks)
+    if shared:
+        report.errors.append(f"{len(shared)} held-out tasks also appear in history sessions, e.g. {shared[:3]}")
     uses = Counter(r["task_id"] for r in rows)
     if uses and not set(uses.values()) <= {3, 4}:
         report.errors.append(f"task use counts {sorted(set(uses.values()))}, expected 3 or 4")
+    he_values = {}
+    if ("tasks", "train") in tables:
+        he_values = {t["task_id"]: {d["dimension"]: d["humaneval_value"] for d in t["dimensions"]}
+                     for t in tables[("tasks", "train")].to_pylist()}
+    report.facts = dataset_stats(rows, humaneval_values=he_values)
+    share = report.facts["heldout_by_role"].get("convention_only", 0) / max(report.facts["heldout_sessions"], 1)
+    if share < MIN_CONVENTION_ONLY_SHARE:
+        report.errors.append(f"only {share:.0%} of held-out sessions hide conventions alone "
+                             f"(expected at least {MIN_CONVENTION_ONLY_SHARE:.0%})")
 
 
 def validate_folder(folder: Path) -> ValidationReport:

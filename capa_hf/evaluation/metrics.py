@@ -1,15 +1,19 @@
-"""ES, FT-ES and TTC, with bootstrap intervals. Pure functions over session records.
+"""ES, FT-ES, TTC and pass^k, with bootstrap intervals. Pure functions over session records.
 
 A record is one line of a run's sessions.jsonl: it needs `submissions` (each with `turn` and a
-`verdict` holding `status`), and for grouping `persona_id` and `mechanisms`.
+`verdict` holding `status`), `session_id` and `trial`, and for grouping `persona_id`,
+`mechanisms`, `role` and `item_kinds`. Incomplete records (an engine error) are never scored:
+the caller leaves them out. With several trials per session, a metric is the mean over all
+trials, and its interval resamples sessions (all trials of a session together).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
+from math import comb
 
-MAX_TURNS = 8
+from capa_hf.defaults import BOOTSTRAP_RESAMPLES, CONFIDENCE, MAX_TURNS
 
 
 def first_success_turn(record: dict) -> int | None:
@@ -37,32 +41,64 @@ def ttc(records: Sequence[dict], max_turns: int = MAX_TURNS) -> float:
                   for r in records])
 
 
+def pass_hat_k(successes: Sequence[tuple[int, int]], k: int) -> float:
+    """tau2-bench's pass^k: the chance that k trials drawn from a session's n all succeed,
+    averaged over sessions; `successes` holds (successes c, trials n) per session, n >= k."""
+    usable = [(c, n) for c, n in successes if n >= k]
+    return _mean([comb(c, k) / comb(n, k) for c, n in usable])
+
+
 def _mean(xs: Sequence[float]) -> float:
     return sum(xs) / len(xs) if xs else float("nan")
 
 
-def bootstrap_ci(records: Sequence[dict], stat: Callable[[Sequence[dict]], float], n: int = 2000,
-                 seed: int = 0, alpha: float = 0.05) -> tuple[float, float]:
+def clusters(records: Sequence[dict]) -> list[list[dict]]:
+    """Records grouped by session (a session's trials stay together), in first-seen order."""
+    out: dict[str, list[dict]] = {}
+    for r in records:
+        out.setdefault(r.get("session_id", str(id(r))), []).append(r)
+    return list(out.values())
+
+
+def bootstrap_ci(records: Sequence[dict], stat: Callable[[Sequence[dict]], float], n: int = BOOTSTRAP_RESAMPLES,
+                 seed: int = 0, alpha: float = 1 - CONFIDENCE) -> tuple[float, float]:
     """Percentile bootstrap over sessions."""
-    if not records:
+    groups = clusters(records)
+    if not groups:
         return (float("nan"), float("nan"))
     rng = random.Random(seed)
-    k = len(records)
-    values = sorted(stat([records[rng.randrange(k)] for _ in range(k)]) for _ in range(n))
-    lo = values[int((alpha / 2) * (n - 1))]
-    hi = values[int((1 - alpha / 2) * (n - 1))]
-    return (lo, hi)
+    k = len(groups)
+    values = sorted(stat([r for _ in range(k) for r in groups[rng.randrange(k)]]) for _ in range(n))
+    return (values[int((alpha / 2) * (n - 1))], values[int((1 - alpha / 2) * (n - 1))])
 
 
-def metric_block(records: Sequence[dict], max_turns: int = MAX_TURNS, n_boot: int = 2000, seed: int = 0) -> dict:
+def metric_block(records: Sequence[dict], max_turns: int = MAX_TURNS, n_boot: int = BOOTSTRAP_RESAMPLES,
+                 seed: int = 0) -> dict:
     stats = {"ES": lambda rs: es(rs, max_turns), "FT-ES": ft_es, "TTC": lambda rs: ttc(rs, max_turns)}
-    out = {"n": len(records)}
+    out = {"n": len(records), "sessions": len(clusters(records))}
     for name, fn in stats.items():
         lo, hi = bootstrap_ci(records, fn, n=n_boot, seed=seed)
         out[name] = {"value": fn(records), "ci95": [lo, hi]}
     out["clarifications_per_session"] = _mean([
         float(sum(1 for k in r.get("turn_kinds", []) if k == "clarification")) for r in records])
     return out
+
+
+def trial_block(records: Sequence[dict], max_turns: int = MAX_TURNS) -> dict | None:
+    """With several trials per session: per-trial ES spread and pass^k for k = 1..n."""
+    groups = clusters(records)
+    n_trials = min((len(g) for g in groups), default=0)
+    if n_trials < 2:
+        return None
+    by_trial: dict[int, list[dict]] = {}
+    for r in records:
+        by_trial.setdefault(r.get("trial", 0), []).append(r)
+    per_trial = [es(rs, max_turns) for _, rs in sorted(by_trial.items())]
+    mean = _mean(per_trial)
+    sd = (sum((x - mean) ** 2 for x in per_trial) / (len(per_trial) - 1)) ** 0.5
+    succ = [(sum(solved(r, max_turns) for r in g), len(g)) for g in groups]
+    return {"trials": n_trials, "ES_per_trial": per_trial, "ES_between_trial_sd": sd,
+            "pass_hat_k": {str(k): pass_hat_k(succ, k) for k in range(1, n_trials + 1)}}
 
 
 def grouped(records: Iterable[dict], key: Callable[[dict], Iterable[str]]) -> dict[str, list[dict]]:
@@ -73,12 +109,35 @@ def grouped(records: Iterable[dict], key: Callable[[dict], Iterable[str]]) -> di
     return dict(sorted(groups.items()))
 
 
-def summarize(records: Sequence[dict], max_turns: int = MAX_TURNS, n_boot: int = 2000, seed: int = 0) -> dict:
-    """Overall, per persona, and per mechanism (multi-label: a session counts for both)."""
-    return {
-        "overall": metric_block(records, max_turns, n_boot, seed),
-        "per_persona": {k: metric_block(v, max_turns, n_boot, seed)
-                        for k, v in grouped(records, lambda r: [r["persona_id"]]).items()},
-        "per_mechanism": {k: metric_block(v, max_turns, n_boot, seed)
-                          for k, v in grouped(records, lambda r: r["mechanisms"]).items()},
+def item_kind_label(record: dict) -> str:
+    kinds = set(record.get("item_kinds", ()))
+    if kinds == {"convention"}:
+        return "conventions only"
+    if kinds == {"task"}:
+        return "task items only"
+    return "conventions + task items" if kinds else "unknown"
+
+
+def summarize(records: Sequence[dict], max_turns: int = MAX_TURNS, n_boot: int = BOOTSTRAP_RESAMPLES,
+              seed: int = 0) -> dict:
+    """Overall, per persona, per mechanism (multi-label: a session counts for both), per role,
+    per item kind, and by whether history resolves every hidden item."""
+    def block(rs):
+        return metric_block(rs, max_turns, n_boot, seed)
+
+    def by(key):
+        return {k: block(v) for k, v in grouped(records, key).items()}
+
+    out = {
+        "overall": block(records),
+        "per_persona": by(lambda r: [r["persona_id"]]),
+        "per_mechanism": by(lambda r: r["mechanisms"]),
+        "per_role": by(lambda r: [r["role"]] if r.get("role") else []),
+        "per_item_kind": by(lambda r: [item_kind_label(r)]),
+        "per_resolvable": by(lambda r: ["fully resolvable from history" if r.get("fully_resolvable")
+                                        else "not fully resolvable"] if "fully_resolvable" in r else []),
     }
+    trials = trial_block(records, max_turns)
+    if trials:
+        out["trials"] = trials
+    return out

@@ -1,63 +1,54 @@
-"""`capa eval`: play held-out sessions with the model under test and write a resumable run.
+"""`capa eval`: play sessions with the model under test and write a resumable run.
 
 A run folder holds:
-- config.json      what was run (model, engine settings, condition, selection, seed, versions)
-- sessions.jsonl   one line per finished session: transcript, submissions with verdicts,
-                   first-success turn, tokens, timings (appended as each session ends)
+- config.json      what was run (model, engine settings, condition, selection, seed, dataset
+                   version and manifest hash, versions)
+- sessions.jsonl   one line per finished session and trial: transcript, submissions with
+                   verdicts, first-success turn, tokens, timings (appended as each one ends);
+                   `incomplete: true` lines are engine failures, retried by a rerun
 - cache.sqlite     the completion cache, so a killed run replays finished model calls
 - summary.json / summary.md   ES, FT-ES and TTC with bootstrap 95% intervals
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sys
+import math
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from runners.engine import EngineError
 from runners.types import Sampling
 
-from capa_hf.content import load_controls
+from capa_hf.content import load_user_lines
 from capa_hf.dataset.load import LoadedDataset, load_capa
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions import HISTORY_STOPS, get_condition
+from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.metrics import summarize
+from capa_hf.evaluation.records import RESULTS, append, complete, prepare_out, read_records, record_key, rewrite
 from capa_hf.evaluation.summary_md import summary_markdown
 from capa_hf.prompts import prompt_text
 from capa_hf.schema import Session
-from capa_hf.simulator.episode import EpisodeSetup, session_episode
-from capa_hf.simulator.judge import SandboxJudge
-from capa_hf.simulator.users import scripted_user
+from capa_hf.simulator.cast import cast_episode
+from capa_hf.simulator.protocols import judge_factory, user_factory
+from capa_hf.simulator.users import UserBrief
 from capa_hf.version import PIPELINE_VERSION
 
-RESULTS = "sessions.jsonl"
+MAX_ERROR_SHARE = 0.05
 
 
-@dataclass(frozen=True)
-class EvalConfig:
-    model: str
-    condition: str
-    dataset: str | None = None
-    cells: tuple[str, ...] | None = None
-    limit: int | None = None
-    seed: int = 0
-    max_turns: int = 8
-    max_tokens: int = 768
-    temperature: float = 0.0
-    user: str = "scripted"
-
-    def to_dict(self) -> dict:
-        return {"stop": list(HISTORY_STOPS), "model": self.model, "condition": self.condition, "dataset": self.dataset,
-                "cells": list(self.cells) if self.cells else None, "limit": self.limit, "seed": self.seed,
-                "max_turns": self.max_turns, "max_tokens": self.max_tokens, "temperature": self.temperature,
-                "user": self.user}
+class TooManyErrors(CapaError):
+    """The engine failed on more sessions than --max-errors allows."""
 
 
-def select_targets(data: LoadedDataset, cells: tuple[str, ...] | None, limit: int | None) -> list[Session]:
-    targets = sorted(data.heldout.values(), key=lambda s: (s.cell_id, s.position))
+def select_targets(data: LoadedDataset, cells: tuple[str, ...] | None, limit: int | None,
+                   split: str = "heldout") -> list[Session]:
+    if split not in ("heldout", "history"):
+        raise CapaError(f"--split {split!r}: expected heldout or history")
+    pool = data.heldout if split == "heldout" else data.history
+    targets = sorted(pool.values(), key=lambda s: (s.cell_id, s.position))
     if cells:
         known = {s.cell_id for s in targets}
         unknown = [c for c in cells if c not in known]
@@ -71,118 +62,143 @@ def select_targets(data: LoadedDataset, cells: tuple[str, ...] | None, limit: in
     return targets
 
 
-def read_done(path: Path) -> dict[str, dict]:
-    """Finished sessions of an earlier, interrupted run. A torn last line is dropped."""
-    done = {}
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            done[rec["session_id"]] = rec
-    return done
-
-
-def prepare_out(out: Path, config: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    cfg_path = out / "config.json"
-    if cfg_path.is_file():
-        old = json.loads(cfg_path.read_text())
-        if old.get("run") != config["run"]:
-            raise CapaError(f"{out} holds a run with another config; use a new --out or delete it "
-                            f"(differs in: {sorted(k for k in config['run'] if old.get('run', {}).get(k) != config['run'][k])})")
-    cfg_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-
-
-def _make_engine(spec: str):
+def _make_engine(spec: str, options: dict):
     from runners import make_engine
 
     try:
-        return make_engine(spec)
-    except ValueError as exc:
+        return make_engine(spec, **options)
+    except (ValueError, TypeError) as exc:
         raise CapaError(f"--model {spec!r}: {exc}") from None
+
+
+def brief(target: Session, data: LoadedDataset, user_lines: dict) -> UserBrief:
+    return UserBrief(session_id=target.session_id, hidden_items=target.hidden_items,
+                     keypoints={k.id: k for k in data.contents[target.task_id].keypoints},
+                     dimensions=data.dimensions, persona=data.personas[target.persona_id], user_lines=user_lines,
+                     reference=data.problem(target).reference, task_prompt=data.tasks[target.task_id].prompt)
+
+
+def session_facts(t: Session, config: EvalConfig, context: dict) -> dict:
+    """What a record carries besides the episode: who, what, and which context it saw."""
+    return {"session_id": t.session_id, "cell_id": t.cell_id, "persona_id": t.persona_id,
+            "mechanisms": list(t.mechanisms), "task_id": t.task_id, "role": t.role,
+            "item_kinds": sorted({h.kind for h in t.hidden_items}),
+            "fully_resolvable": all(h.resolvable_from_history for h in t.hidden_items),
+            "condition": config.condition, "context_sources": context["sources"],
+            "context_chars": len(context["text"]),
+            **{k: v for k, v in context.items() if k not in ("text", "sources")}}
+
+
+def run_config(config: EvalConfig, engine: Any, data: LoadedDataset, n_targets: int) -> dict:
+    describe = engine.describe() if hasattr(engine, "describe") else {"engine": getattr(engine, "name", "?")}
+    return {"run": config.to_dict(), "engine": describe, "pipeline_version": PIPELINE_VERSION,
+            "dataset_source": data.source, "dataset_version": data.version,
+            "dataset_manifest_sha256": data.manifest_sha256, "n_targets": n_targets}
 
 
 def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool = True,
              data: LoadedDataset | None = None) -> dict:
     """Run (or resume) an evaluation. `engine` overrides building one from `config.model`."""
+    if config.samples < 1:
+        raise CapaError(f"--samples must be >= 1, got {config.samples}")
+    user_factory(config.user)                      # refuses an unknown user before any work
+    judge = judge_factory(config.judge)()
     condition = get_condition(config.condition, seed=config.seed)
-    data = data or load_capa(config.dataset)
-    targets = select_targets(data, config.cells, config.limit)
-    engine = engine or _make_engine(config.model)
-    describe = engine.describe() if hasattr(engine, "describe") else {"engine": getattr(engine, "name", "?")}
-    prepare_out(out, {"run": config.to_dict(), "engine": describe, "pipeline_version": PIPELINE_VERSION,
-                      "dataset_source": data.source, "n_targets": len(targets)})
+    data = data or load_capa(config.dataset, revision=config.revision)
+    targets = select_targets(data, config.cells, config.limit, config.split)
+    engine = engine or _make_engine(config.model, dict(config.engine_args))
+    prepare_out(out, run_config(config, engine, data, len(targets)))
     results_path = out / RESULTS
-    done = read_done(results_path)
-    if results_path.is_file():  # drop a torn last line left by a killed run before appending
-        results_path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in done.values()),
-                                encoding="utf-8")
-    todo = [t for t in targets if t.session_id not in done]
+    earlier = read_records(results_path)
+    if results_path.is_file():
+        rewrite(results_path, earlier)
+    done = complete(earlier)
     contexts = condition.contexts(targets, data)
-    controls = load_controls()
+    user_lines = load_user_lines()
     base_prompt = prompt_text("assistant_system")
     sampling = Sampling(temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed,
                         stop=HISTORY_STOPS)
+    sampling = _extra_sampling(sampling, config)
+    jobs = [(t, trial) for t in targets for trial in range(config.samples)
+            if f"{t.session_id}#{trial}" not in done]
+    budget = config.max_errors if config.max_errors is not None else max(1, math.ceil(MAX_ERROR_SHARE * len(jobs)))
+
     from runners.cache import CompletionCache
     from runners.driver import run_episodes
     from runners.usage import RunStats
 
     stats = RunStats()
     t0 = time.perf_counter()
-    with SandboxJudge() as judge, CompletionCache(str(out / "cache.sqlite")) as cache, \
-            open(results_path, "a", encoding="utf-8") as fh:
-        def factory(target: Session):
-            ctx = contexts[target.session_id]
-            system = base_prompt + ("\n\n" + ctx["text"] if ctx["text"] else "")
-            kps = {k.id: k for k in data.contents[target.task_id].keypoints}
-            user = scripted_user(target.session_id, target.hidden_items, kps,
-                                 data.personas[target.persona_id], controls)
-            setup = EpisodeSetup(session_id=target.session_id, task=data.tasks[target.task_id],
-                                 initial_request=target.initial_request, system_prompt=system,
-                                 max_turns=config.max_turns, sampling=sampling)
-            return lambda: session_episode(setup, user, judge)
+    incomplete = []
+    meta = {f"{t.session_id}#{trial}": (t, trial) for t, trial in jobs}
+    try:
+        with CompletionCache(str(out / "cache.sqlite")) as cache, open(results_path, "a", encoding="utf-8") as fh:
+            def factory(target: Session, trial: int):
+                ctx = contexts[target.session_id]
+                system = base_prompt + ("\n\n" + ctx["text"] if ctx["text"] else "")
+                return cast_episode(brief(target, data, user_lines), data.problem(target), target.initial_request,
+                                    system, judge, sampling=sampling, user=config.user, max_turns=config.max_turns,
+                                    trial=trial, affinity=target.cell_id)
 
-        meta = {t.session_id: t for t in todo}
+            def on_done(key: str, outcome) -> None:
+                t, trial = meta[key]
+                rec = session_facts(t, config, contexts[t.session_id])
+                if outcome.error:   # the episode itself raised: our bug or the engine's, never the model's
+                    rec.update({"trial": trial, "incomplete": True, "error": {"error": outcome.error},
+                                "submissions": [], "success_turn": None, "solved": False})
+                else:
+                    rec.update(outcome.result)
+                append(fh, rec)
+                if rec.get("incomplete"):
+                    incomplete.append(rec)
+                    if len(incomplete) > budget:
+                        raise TooManyErrors(f"{len(incomplete)} sessions could not be finished by the engine "
+                                            f"(limit --max-errors {budget}); last error: "
+                                            f"{_error_text(rec)[:300]}. Finished sessions are saved in {results_path}; "
+                                            "rerun the same command to retry the rest.")
 
-        def on_done(sid: str, outcome) -> None:
-            t = meta[sid]
-            rec = {"session_id": sid, "cell_id": t.cell_id, "persona_id": t.persona_id,
-                   "mechanisms": list(t.mechanisms), "task_id": t.task_id, "condition": config.condition,
-                   "context_sources": contexts[sid]["sources"], "context_chars": len(contexts[sid]["text"])}
-            if outcome.error:
-                rec.update({"error": outcome.error, "submissions": [], "success_turn": None, "solved": False})
-            else:
-                rec.update(outcome.result)
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-
-        run_episodes([(t.session_id, factory(t)) for t in todo], engines={"assistant": engine},
-                     cache=cache, progress=f"eval {config.condition}" if progress else False,
-                     on_done=on_done, stats=stats)
+            try:
+                run_episodes([(f"{t.session_id}#{trial}", factory(t, trial)) for t, trial in jobs],
+                             engines={"assistant": engine}, cache=cache, abort_on_failed_batch=True,
+                             progress=f"eval {config.condition}" if progress else False, on_done=on_done,
+                             stats=stats)
+            except EngineError as exc:
+                raise CapaError(f"{config.model}: {exc}. Finished sessions are saved in {results_path}; "
+                                "rerun the same command once the engine serves requests again.") from None
+    finally:
         sandbox_info = judge.describe()
-    wanted = {t.session_id for t in targets}
-    records = [r for sid, r in read_done(results_path).items() if sid in wanted]
-    summary = {"config": config.to_dict(), "n_sessions": len(records),
-               "n_errors": sum(1 for r in records if r.get("error")),
-               "wall_s": round(time.perf_counter() - t0, 2), "resumed": len(done),
-               "usage": stats.to_dict(), "sandbox": sandbox_info,
-               **summarize(records, max_turns=config.max_turns, seed=config.seed)}
+        judge.close()
+    return write_summary(out, config, targets, stats, time.perf_counter() - t0, len(done), sandbox_info)
+
+
+def _extra_sampling(sampling: Sampling, config: EvalConfig) -> Sampling:
+    """top_p / top_k / min_p when set (None leaves them to the model's generation config)."""
+    extra = {k: getattr(config, k) for k in ("top_p", "top_k", "min_p") if getattr(config, k) is not None}
+    if not extra:
+        return sampling
+    try:
+        return replace(sampling, **extra)
+    except TypeError as exc:
+        raise CapaError(f"this runners version does not take {sorted(extra)}: {exc}") from None
+
+
+def _error_text(rec: dict) -> str:
+    err = rec.get("error") or {}
+    return str(err.get("error") if isinstance(err, dict) else err)
+
+
+def write_summary(out: Path, config: EvalConfig, targets: list[Session], stats, wall_s: float, resumed: int,
+                  sandbox_info) -> dict:
+    import json
+
+    wanted = {f"{t.session_id}#{k}" for t in targets for k in range(config.samples)}
+    latest = {k: r for k, r in read_records(out / RESULTS).items() if k in wanted}
+    scored = [r for r in latest.values() if not r.get("incomplete")]
+    broken = [r for r in latest.values() if r.get("incomplete")]
+    summary = {"config": config.to_dict(), "n_sessions": len(scored), "n_incomplete": len(broken),
+               "incomplete": [{"session": record_key(r), "error": _error_text(r)[:300]} for r in broken],
+               "wall_s": round(wall_s, 2), "resumed": resumed, "usage": stats.to_dict(), "sandbox": sandbox_info,
+               **summarize(scored, max_turns=config.max_turns, seed=config.seed)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     (out / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
     return summary
-
-
-def eval_cli(args) -> int:
-    config = EvalConfig(model=args.model, condition=args.condition, dataset=args.dataset,
-                        cells=tuple(args.cells) if args.cells else None, limit=args.limit, seed=args.seed,
-                        max_turns=args.max_turns, max_tokens=args.max_tokens, temperature=args.temperature,
-                        user=args.user)
-    if config.user != "scripted":
-        raise CapaError(f"--user {config.user!r}: only the scripted simulated user ships offline")
-    summary = run_eval(config, Path(args.out), progress=not args.no_progress)
-    print(summary_markdown(summary))
-    print(f"wrote {args.out}/summary.json and {args.out}/{RESULTS}", file=sys.stderr)
-    return 0

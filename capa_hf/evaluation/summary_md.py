@@ -19,6 +19,12 @@ def row(label: str, block: dict) -> str:
 HEADER = ("| | n | ES % [95% CI] | FT-ES % [95% CI] | TTC [95% CI] | questions/session |\n"
           "|---|---|---|---|---|---|")
 
+GROUPS = (("per_persona", "Per persona"),
+          ("per_mechanism", "Per mechanism (each session counts for both of its mechanisms)"),
+          ("per_role", "Per role in the cell design"),
+          ("per_item_kind", "Per kind of hidden items"),
+          ("per_resolvable", "By whether the cell's history resolves every hidden item"))
+
 
 def _sandbox_lines(summary: dict) -> list[str]:
     sb = summary.get("sandbox")
@@ -30,13 +36,32 @@ def _sandbox_lines(summary: dict) -> list[str]:
     return lines
 
 
+def _incomplete_lines(summary: dict) -> list[str]:
+    n = summary.get("n_incomplete", 0)
+    if not n:
+        return []
+    first = summary["incomplete"][0]["error"] if summary.get("incomplete") else ""
+    return ["", f"**{n} sessions incomplete** (engine errors, not scored; rerun the same command to retry them): "
+                f"{first}"]
+
+
+def _trial_lines(summary: dict) -> list[str]:
+    t = summary.get("trials")
+    if not t:
+        return []
+    ks = ", ".join(f"pass^{k} {100 * v:.1f}%" for k, v in t["pass_hat_k"].items())
+    return ["", f"{t['trials']} trials per session: ES between-trial sd {100 * t['ES_between_trial_sd']:.1f} pp; {ks}."]
+
+
 def summary_markdown(summary: dict) -> str:
     cfg = summary["config"]
     lines = [f"# {cfg['model']} / condition `{cfg['condition']}`", "",
-             f"{summary['n_sessions']} held-out sessions, {summary['n_errors']} episode errors, "
-             f"wall {summary['wall_s']} s (resumed {summary['resumed']}).", *_sandbox_lines(summary), "", HEADER,
-             row("overall", summary["overall"]), "", "## Per persona", "", HEADER]
-    lines += [row(k, v) for k, v in summary["per_persona"].items()]
-    lines += ["", "## Per mechanism (each session counts for both of its mechanisms)", "", HEADER]
-    lines += [row(k, v) for k, v in summary["per_mechanism"].items()]
+             f"{summary['n_sessions']} scored {cfg.get('split', 'heldout')} sessions, "
+             f"wall {summary['wall_s']} s (resumed {summary['resumed']}).",
+             *_incomplete_lines(summary), *_sandbox_lines(summary), *_trial_lines(summary), "", HEADER,
+             row("overall", summary["overall"])]
+    for key, title in GROUPS:
+        if summary.get(key):
+            lines += ["", f"## {title}", "", HEADER]
+            lines += [row(k, v) for k, v in summary[key].items()]
     return "\n".join(lines) + "\n"

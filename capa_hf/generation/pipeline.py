@@ -1,9 +1,10 @@
 """Stages 1-3 end to end: from the cell design to 600 validated sessions.
 
-Stage 1 writes each session's request and hidden items; Stage 2 plays every session through the
-shared simulator (scripted user, sandbox judge) with the reference assistant or any runners
-engine; Stage 3 checks each session against its cell and regenerates failures with the next
-attempt's seed.
+Stage 1 plans each cell's sessions in order (stage1_plan: what is hidden, by which mechanism,
+what is stated) and writes the requests (stage1_realize); Stage 2 plays every session through
+the shared simulator (scripted user, sandbox judge on the session's variant tests) with the
+reference assistant or any runners engine (stage2_dialogue); Stage 3 checks each session
+against its cell and regenerates failures with the next attempt's seed (stage3_checks).
 """
 
 from __future__ import annotations
@@ -16,31 +17,37 @@ from typing import Any
 from runners.driver import run_episodes
 from runners.types import Sampling
 
-from capa_hf.content import Content, load_content
+from capa_hf.content import Content, load_assistant_lines, load_content, load_stage1_phrases, load_user_lines
+from capa_hf.defaults import MAX_ATTEMPTS, STAGE2_MAX_TOKENS
 from capa_hf.design import default_design
-from capa_hf.generation.consistency import CHECKS, check_leaks, check_mechanisms, check_resolved, check_voice
-from capa_hf.generation.controls import plan_controls
-from capa_hf.generation.realizer import Realization, Realizer, RequestContext, TemplateRealizer
-from capa_hf.generation.reference import ReferenceAssistant, ReferenceScript, reference_code
+from capa_hf.errors import CapaError
+from capa_hf.generation.stage1_plan import CellMemory, SessionPlan, plan_session, remember, session_id
+from capa_hf.generation.stage1_realize import Realization, Realizer, RequestContext, TemplateRealizer
+from capa_hf.generation.stage2_dialogue import ReferenceAssistant, reference_script
+from capa_hf.generation.stage3_checks import (CHECKS, check_leaks, check_mechanisms, check_repeats,
+                                              check_resolved, check_voice)
 from capa_hf.humaneval import load_tasks
 from capa_hf.prompts import prompt_text
-from capa_hf.schema import Cell, GeneratorInfo, Session, Task, Turn
-from capa_hf.simulator.episode import EpisodeSetup, session_episode
-from capa_hf.simulator.judge import SandboxJudge
-from capa_hf.simulator.users import scripted_user
+from capa_hf.schema import Cell, GeneratorInfo, Session, Turn
+from capa_hf.simulator.cast import cast_episode
+from capa_hf.simulator.judges import SandboxJudge
+from capa_hf.simulator.problem import Problem
+from capa_hf.simulator.users import UserBrief
+from capa_hf.variants.catalog import VariantCatalog
 from capa_hf.version import PIPELINE_VERSION
-
-MAX_ATTEMPTS = 5
 
 
 @dataclass
 class Draft:
-    session_id: str
     cell: Cell
-    position: int
-    task: Task
+    plan: SessionPlan
+    problem: Problem
     realization: Realization
     attempt: int
+
+    @property
+    def session_id(self) -> str:
+        return self.plan.session_id
 
 
 @dataclass
@@ -48,64 +55,102 @@ class BuildStats:
     checks: Counter = field(default_factory=Counter)       # check name -> sessions failing it
     regenerated: int = 0
     fallbacks: int = 0
+    single_mechanism: int = 0                              # sessions where only one mechanism could act
     attempts: Counter = field(default_factory=Counter)     # accepted attempt -> sessions
 
     def lines(self) -> list[str]:
         out = [f"stage 3 {name:16} failures: {self.checks[name]}" for name in CHECKS]
         out.append(f"regenerated sessions: {self.regenerated}   fallbacks to reference: {self.fallbacks}")
+        out.append(f"sessions with only one mechanism at work (design relaxation): {self.single_mechanism}")
         return out
 
 
-def keypoints_of(content: Content, task_id: str) -> dict:
-    return {k.id: k for k in content.tasks[task_id].keypoints}
+@dataclass
+class World:
+    """Everything generation reads, loaded once."""
+
+    content: Content
+    tasks: dict
+    catalog: VariantCatalog
+    phrases: dict
+    user_lines: dict
+    assistant_lines: dict
+
+    @classmethod
+    def load(cls, content: Content | None = None) -> "World":
+        content = content or load_content()
+        tasks = load_tasks()
+        return cls(content, tasks, VariantCatalog(tasks, content.variants, content.dimensions),
+                   load_stage1_phrases(), load_user_lines(), load_assistant_lines())
 
 
-def session_id(cell: Cell, position: int) -> str:
-    return f"{cell.cell_id}-S{position:02d}"
+def plan_cells(cells: list[Cell], world: World, seed: int) -> dict[str, SessionPlan]:
+    """Stage 1 plans, a cell's positions in order (later sessions know what earlier ones showed)."""
+    plans = {}
+    for cell in cells:
+        memory = CellMemory()
+        for pos, tid in enumerate(cell.task_ids, 1):
+            plan = plan_session(cell, pos, world.content.tasks[tid], world.content.variants.get(tid),
+                                world.content.mechanisms, memory, seed)
+            remember(plan, memory)
+            plans[plan.session_id] = plan
+    return plans
 
 
-def stage1(cell: Cell, position: int, task: Task, content: Content, realizer: Realizer,
-           seed: int, attempt: int) -> Draft:
-    tc = content.tasks.get(task.task_id)
-    if tc is None:
-        raise KeyError(f"no curated keypoints for {task.task_id}")
+def voice_slots(cells: list[Cell]) -> dict[str, int]:
+    """Each session's index among its persona's sessions (openers are dealt over these)."""
+    count: Counter = Counter()
+    out = {}
+    for cell in cells:
+        for pos in range(1, len(cell.task_ids) + 1):
+            out[session_id(cell, pos)] = count[cell.persona_id]
+            count[cell.persona_id] += 1
+    return out
+
+
+def stage1(cell: Cell, plan: SessionPlan, world: World, realizer: Realizer, seed: int, attempt: int,
+           slot: int) -> Draft:
+    content = world.content
+    tid = plan.task_id
     persona = content.personas[cell.persona_id]
-    mechs = [content.mechanisms[m] for m in cell.mechanisms]
-    plan = plan_controls(tc, mechs, cell.patterns)
-    sid = session_id(cell, position)
-    ctx = RequestContext(session_id=sid, cell=cell, persona=persona,
-                         lexicon=content.lexicons[persona.discipline], content=tc, plan=plan,
-                         controls=content.controls, seed=seed, attempt=attempt)
-    return Draft(sid, cell, position, task, realizer.realize(ctx), attempt)
+    ctx = RequestContext(cell=cell, persona=persona, lexicon=content.lexicons[persona.discipline],
+                         content=content.tasks[tid], source=content.variants.get(tid),
+                         dimensions=content.dimensions, plan=plan, phrases=world.phrases, seed=seed,
+                         attempt=attempt, voice_slot=slot)
+    return Draft(cell, plan, world.catalog.problem(tid, dict(plan.values)), realizer.realize(ctx), attempt)
 
 
-def stage2(drafts: list[Draft], content: Content, judge: SandboxJudge, engine: Any = None,
-           cache=None, progress: bool = True) -> dict[str, dict]:
+def brief_for(d: Draft, world: World) -> UserBrief:
+    content = world.content
+    return UserBrief(session_id=d.session_id, hidden_items=d.realization.hidden_items,
+                     keypoints={k.id: k for k in content.tasks[d.plan.task_id].keypoints},
+                     dimensions=content.dimensions, persona=content.personas[d.cell.persona_id],
+                     user_lines=world.user_lines, reference=d.problem.reference,
+                     task_prompt=world.tasks[d.plan.task_id].prompt)
+
+
+def stage2(drafts: list[Draft], world: World, judge: SandboxJudge, seed: int, engine: Any = None, cache=None,
+           progress: bool = True) -> dict[str, dict]:
     """Play every draft through the simulator; return episode results by session id."""
     reference = ReferenceAssistant()
     for d in drafts:
-        kps = keypoints_of(content, d.task.task_id)
-        reference.add(d.realization.initial_request, ReferenceScript(
-            questions=tuple((h.clarification, kps[h.keypoint_id].question) for h in d.realization.hidden_items),
-            code=reference_code(d.task)))
+        source = world.content.variants.get(d.plan.task_id)
+        variant = world.catalog.variant(d.plan.task_id, dict(d.plan.values))
+        reference.add(d.realization.initial_request, reference_script(
+            d.plan, d.realization, variant, d.problem.reference, source, world.content.dimensions,
+            world.assistant_lines, seed))
+    sampling = Sampling(temperature=0.0, max_tokens=STAGE2_MAX_TOKENS, seed=0)
 
-    def play(engine_for_assistant, subset, tag):
-        def factory(d: Draft):
-            user = scripted_user(d.session_id, d.realization.hidden_items, keypoints_of(content, d.task.task_id),
-                                 content.personas[d.cell.persona_id], content.controls)
-            setup = EpisodeSetup(session_id=d.session_id, task=d.task,
-                                 initial_request=d.realization.initial_request,
-                                 system_prompt=prompt_text("assistant_system"),
-                                 sampling=Sampling(temperature=0.0, max_tokens=1024, seed=0))
-            return lambda: session_episode(setup, user, judge)
-
-        outcomes = run_episodes([(d.session_id, factory(d)) for d in subset],
-                                engines={"assistant": engine_for_assistant}, cache=cache,
+    def play(assistant, subset, tag):
+        episodes = [(d.session_id, cast_episode(brief_for(d, world), d.problem, d.realization.initial_request,
+                                                prompt_text("assistant_system"), judge, sampling=sampling,
+                                                affinity=d.cell.cell_id)) for d in subset]
+        outcomes = run_episodes(episodes, engines={"assistant": assistant}, cache=cache,
                                 progress=f"stage 2 ({tag})" if progress else False)
         res = {}
         for sid, oc in outcomes.items():
-            if oc.error:
-                raise RuntimeError(f"stage 2 episode {sid} failed:\n{oc.error}")
+            if oc.error or (oc.result or {}).get("incomplete"):
+                raise RuntimeError(f"stage 2 episode {sid} failed:\n{oc.error or oc.result['error']}")
             res[sid] = oc.result
         return res
 
@@ -120,71 +165,85 @@ def stage2(drafts: list[Draft], content: Content, judge: SandboxJudge, engine: A
     return results
 
 
-def stage3(draft: Draft, result: dict, content: Content) -> list:
-    tc = content.tasks[draft.task.task_id]
-    kps = keypoints_of(content, draft.task.task_id)
-    hidden_ids = {h.keypoint_id for h in draft.realization.hidden_items}
-    visible = [tc.gist] + [k.plain for k in tc.keypoints if k.id not in hidden_ids]
-    req = draft.realization.initial_request
+def stage3(d: Draft, result: dict, world: World) -> list:
+    content = world.content
+    tc = content.tasks[d.plan.task_id]
+    kps = {k.id: k for k in tc.keypoints}
+    visible = [tc.gist] + [line for _, line in d.plan.visible] + list(d.realization.visible)
+    req = d.realization.initial_request
     return [
-        check_voice(req, content.personas[draft.cell.persona_id]),
-        check_mechanisms(draft.realization.hidden_items, draft.cell),
-        check_leaks(req, draft.realization.hidden_items, kps, visible),
+        check_voice(req, content.personas[d.cell.persona_id]),
+        check_mechanisms(d.realization.hidden_items, d.cell, allow_single=d.plan.single_mechanism),
+        check_leaks(req, d.realization.hidden_items, kps, dict(d.plan.values), visible),
+        check_repeats(req),
         check_resolved(bool(result["solved"])),
     ]
 
 
 def to_session(d: Draft, result: dict, seed: int, assistant_name: str) -> Session:
+    history = d.cell.split_of(d.plan.position) == "history"
     return Session(
-        session_id=d.session_id, cell_id=d.cell.cell_id, position=d.position,
-        split=d.cell.split_of(d.position), persona_id=d.cell.persona_id,
-        mechanisms=d.cell.mechanisms, patterns=d.cell.patterns, task_id=d.task.task_id,
-        entry_point=d.task.entry_point, initial_request=d.realization.initial_request,
-        hidden_items=d.realization.hidden_items,
-        turns=tuple(Turn(**t) for t in result["turns"]),
+        session_id=d.session_id, cell_id=d.cell.cell_id, position=d.plan.position,
+        split=d.cell.split_of(d.plan.position), role=d.plan.role, persona_id=d.cell.persona_id,
+        mechanisms=d.cell.mechanisms, patterns=d.cell.patterns, task_id=d.plan.task_id,
+        variant_id=d.problem.variant_id, entry_point=d.problem.entry_point,
+        initial_request=d.realization.initial_request, hidden_items=d.realization.hidden_items,
+        # held-out rows ship no trace: its last code is the answer key
+        turns=tuple(Turn(**t) for t in result["turns"]) if history else (),
         resolved=bool(result["solved"]), assistant_turns=result["assistant_turns"],
-        generator=GeneratorInfo(
-            pipeline_version=PIPELINE_VERSION, realizer="template",
-            assistant="reference" if result.get("fallback") or assistant_name == "reference" else assistant_name,
-            user="scripted", seed=seed, attempt=d.attempt, fallback=bool(result.get("fallback"))),
+        generator=GeneratorInfo(pipeline_version=PIPELINE_VERSION, realizer="template",
+                                assistant="reference" if result.get("fallback") else assistant_name,
+                                user="scripted", seed=seed, attempt=d.attempt,
+                                fallback=bool(result.get("fallback"))),
     )
 
 
 def generate(seed: int = 0, realizer: Realizer | None = None, engine: Any = None, cache=None,
              progress: bool = True, cells: list[Cell] | None = None,
-             content: Content | None = None) -> tuple[list[Cell], list[Session], BuildStats]:
-    content = content or load_content()
-    tasks = load_tasks()
+             content: Content | None = None) -> tuple[list[Cell], list[Session], BuildStats, dict]:
+    """Returns the cells, the 600 sessions, the Stage 3 counts and the Stage 2 results by session."""
+    world = World.load(content)
     cells = cells if cells is not None else default_design(seed)
     realizer = realizer or TemplateRealizer()
+    plans = plan_cells(cells, world, seed)
+    slots = voice_slots(cells)
     stats = BuildStats()
     accepted: dict[str, Session] = {}
-    pending = [(c, p) for c in cells for p in range(1, len(c.task_ids) + 1)]
+    traces: dict[str, dict] = {}
+    by_id = {session_id(c, p): c for c in cells for p in range(1, len(c.task_ids) + 1)}
+    pending = list(by_id)
     assistant_name = "reference" if engine is None else f"{getattr(engine, 'name', '?')}:{getattr(engine, 'model', '?')}"
+    stuck: list[str] = []
     with SandboxJudge() as judge:
         for attempt in range(MAX_ATTEMPTS):
             if not pending:
                 break
-            drafts = [stage1(c, p, tasks[c.task_ids[p - 1]], content, realizer, seed, attempt) for c, p in pending]
-            results = stage2(drafts, content, judge, engine=engine, cache=cache, progress=progress)
+            drafts = [stage1(by_id[sid], plans[sid], world, realizer, seed, attempt, slots[sid]) for sid in pending]
+            results = stage2(drafts, world, judge, seed, engine=engine, cache=cache, progress=progress)
             retry = []
             for d in drafts:
                 res = results[d.session_id]
-                failed = [r for r in stage3(d, res, content) if not r.ok]
+                failed = [r for r in stage3(d, res, world) if not r.ok]
                 for r in failed:
                     stats.checks[r.name] += 1
                 if failed and attempt + 1 < MAX_ATTEMPTS:
-                    retry.append((d.cell, d.position))
+                    retry.append(d.session_id)
                     stats.regenerated += 1
                     continue
                 if failed:
-                    detail = "; ".join(f"{r.name}: {r.detail}" for r in failed)
-                    raise RuntimeError(f"{d.session_id}: still failing Stage 3 after {MAX_ATTEMPTS} attempts: {detail}")
+                    stuck.append(f"{d.session_id} ({d.plan.task_id}): " +
+                                 "; ".join(f"{r.name}: {r.detail}" for r in failed))
+                    continue
                 stats.attempts[attempt] += 1
                 stats.fallbacks += bool(res.get("fallback"))
+                stats.single_mechanism += d.plan.single_mechanism
                 accepted[d.session_id] = to_session(d, res, seed, assistant_name)
+                traces[d.session_id] = res
             pending = retry
             if progress and retry:
                 print(f"stage 3: regenerating {len(retry)} sessions (attempt {attempt + 2})", file=sys.stderr)
-    sessions = [accepted[session_id(c, p)] for c in cells for p in range(1, len(c.task_ids) + 1)]
-    return cells, sessions, stats
+    if stuck:
+        raise CapaError(f"{len(stuck)} sessions still fail Stage 3 after {MAX_ATTEMPTS} attempts (fix the curated "
+                        "content they name):\n" + "\n".join(stuck))
+    sessions = [accepted[sid] for sid in by_id]
+    return cells, sessions, stats, traces

@@ -68,3 +68,31 @@ def mapping_for(lexicon: Lexicon, choose) -> Mapping:
             t = terms[choose(entity, len(terms))]
             nouns[entity] = (t.sg, t.pl)
     return Mapping(lexicon.id, nouns)
+
+
+# Words spelled with a leading vowel letter but said with a consonant sound, and the reverse.
+_CONSONANT_SOUND = ("uni", "use", "usa", "usu", "uti", "ure", "eu", "one", "once", "ubi")
+_VOWEL_SOUND_H = ("hour", "honest", "honor", "honour", "heir")
+_LETTER_VOWEL = set("AEFHILMNORSX")    # letters whose names start with a vowel sound (an MD5, an SQL)
+_ARTICLE = re.compile(r"\b(a|an|A|An)(\s+)([\"'(]?)([A-Za-z][\w-]*)")
+
+
+def wants_an(word: str) -> bool:
+    """Whether `word` takes "an": by its sound, as far as spelling tells."""
+    if len(word) > 1 and word.isupper():
+        return word[0] in _LETTER_VOWEL
+    low = word.lower()
+    if low.startswith(_VOWEL_SOUND_H):
+        return True
+    return low[0] in "aeiou" and not low.startswith(_CONSONANT_SOUND)
+
+
+def fix_articles(text: str) -> str:
+    """Make every "a"/"an" agree with the word after it (also after a lexicon swap)."""
+    def sub(m: re.Match) -> str:
+        art, space, quote, word = m.groups()
+        right = "an" if wants_an(word) else "a"
+        if art[0].isupper():
+            right = right.capitalize()
+        return f"{right}{space}{quote}{word}"
+    return _ARTICLE.sub(sub, text)

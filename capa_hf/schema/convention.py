@@ -95,12 +95,17 @@ class VariantSource(Record):
     asks: dict[str, str] = Field(default_factory=dict, description="Keypoint id -> a second phrasing of its question.")
     not_hideable: dict[str, str] = Field(
         default_factory=dict, description="Keypoint id -> why it cannot be a hidden task item.")
+    humaneval_test: bool = Field(
+        default=False, description="Judge by HumanEval's own test instead of regenerated ones: for a task "
+                                   "that exercises no dimension and whose test is a property check (HumanEval/32).")
 
     @model_validator(mode="after")
     def _check(self) -> "VariantSource":
         for kp, dim in self.convention_keypoints.items():
             if dim not in self.dimensions:
                 raise ValueError(f"convention_keypoints.{kp} names {dim!r}, which is not in dimensions")
+        if self.humaneval_test and self.dimensions:
+            raise ValueError("humaneval_test is only for a task that exercises no dimension")
         both = set(self.convention_keypoints) & set(self.misreadings)
         if both:
             raise ValueError(f"keypoints {sorted(both)} are convention keypoints and cannot have misreadings")

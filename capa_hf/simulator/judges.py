@@ -1,22 +1,26 @@
-"""The judge: runs a submission against the task's hidden tests in the sandbox.
+"""Judges: decide a submission against the session's `Problem`.
 
-Execution decides. (An optional LLM assessment of agreement with the reference could veto a
-pass, never grant one; it would wrap this class and is not part of the offline default.)
+`SandboxJudge` (registered as `sandbox`) runs the submission against the problem's hidden tests
+in the sandbox; execution decides. An LLM assessment of functional agreement with the reference
+may wrap it to veto a pass, never to grant one (`veto.py`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from capa_hf.schema import Task
+from capa_hf.defaults import SANDBOX_MEMORY_MB, SANDBOX_TIMEOUT_S
 from capa_hf.simulator.extraction import Submission
+from capa_hf.simulator.problem import Problem
+from capa_hf.simulator.protocols import register_judge
 
 
 @dataclass
 class SandboxJudge:
-    timeout_s: float = 10.0
-    memory_mb: int = 1024
+    timeout_s: float = SANDBOX_TIMEOUT_S
+    memory_mb: int = SANDBOX_MEMORY_MB
     workers: int | None = None
+    name: str = "sandbox"
     _pool: object | None = field(default=None, repr=False)
 
     @property
@@ -27,12 +31,16 @@ class SandboxJudge:
             self._pool = SandboxPool(workers=self.workers)
         return self._pool
 
-    def judge(self, submission: Submission, task: Task) -> dict:
+    def run(self, submission: Submission, problem: Problem) -> dict:
         # The task's prompt is the trusted prelude: tests such as HumanEval/32 (`poly`) and /38
         # (`encode_cyclic`) call helpers that the prompt defines and the user never mentions.
-        verdict = self.pool.check(submission.code, task.test, submission.candidate,
-                                  timeout_s=self.timeout_s, memory_mb=self.memory_mb, prelude=task.prompt)
+        verdict = self.pool.check(submission.code, problem.test, submission.candidate,
+                                  timeout_s=self.timeout_s, memory_mb=self.memory_mb, prelude=problem.prelude)
         return verdict.to_dict()
+
+    def judge(self, submission: Submission, problem: Problem):
+        return self.run(submission, problem)
+        yield  # pragma: no cover - a judge is a generator; this one never calls a model
 
     def describe(self) -> dict | None:
         """Which isolation the verdicts ran under (None if nothing was judged): results obtained
@@ -54,3 +62,8 @@ class SandboxJudge:
 
     def __exit__(self, *exc):
         self.close()
+
+
+@register_judge("sandbox")
+def make_sandbox_judge(**options) -> SandboxJudge:
+    return SandboxJudge(**options)

@@ -119,6 +119,9 @@ def regenerate(sources: Mapping[str, VariantSource], tasks: Mapping[str, Task],
         res = results[tid]
         if res.errors:
             continue
+        if sources[tid].humaneval_test:       # a property check: HumanEval's own test stays the judge
+            res.tests[variants[tid][0].key] = tasks[tid].test
+            continue
         calls = _dedupe(res.humaneval_calls + res.boundary_calls)
         for v in variants[tid]:
             try:

@@ -88,6 +88,28 @@ class _Folder(ast.NodeTransformer):
         return node
 
 
+def _pure(node: ast.AST) -> bool:
+    """An expression without calls, awaits, yields or walrus: evaluating it has no effect."""
+    return not any(isinstance(n, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr))
+                   for n in ast.walk(node))
+
+
+def _drop_empty_ifs(tree: ast.AST) -> None:
+    """`if cond: pass` with nothing else, left behind when folding emptied a branch, goes away."""
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if not isinstance(block, list):
+                continue
+            kept = []
+            for stmt in block:
+                if isinstance(stmt, ast.If) and not stmt.orelse and _pure(stmt.test) and (
+                        not stmt.body or all(isinstance(b, ast.Pass) for b in stmt.body)):
+                    continue
+                kept.append(stmt)
+            block[:] = kept
+
+
 def _fill_empty_bodies(tree: ast.AST) -> None:
     for node in ast.walk(tree):
         for name in ("body", "orelse", "finalbody"):
@@ -121,6 +143,7 @@ def specialize(source: str, values: Mapping[str, str], constants: Mapping[str, s
         raise SpecializeError(f"the reference does not parse: {exc.msg} (line {exc.lineno})") from None
     tree = _Folder(values).visit(tree)
     _drop_unreachable(tree)
+    _drop_empty_ifs(tree)
     _fill_empty_bodies(tree)
     ast.fix_missing_locations(tree)
     leftover = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in (constants or {})})

@@ -47,5 +47,5 @@ def read_tests(task_id: str, folder: Path | None = None) -> dict | None:
     return record
 
 
-def tests_by_key(record: dict) -> dict[str, str]:
+def variant_tests_of(record: dict) -> dict[str, str]:
     return {v["key"]: v["test"] for v in record["variants"]}

@@ -23,7 +23,7 @@ from capa_hf.schema.convention import Dimension, VariantSource
 from capa_hf.variants.combos import Variant, humaneval_variant, task_variants
 from capa_hf.variants.regenerate import source_sha256
 from capa_hf.variants.specialize import SpecializeError
-from capa_hf.variants.store import read_tests, tests_by_key
+from capa_hf.variants.store import read_tests, variant_tests_of
 
 JOB_TIMEOUT_S = 10.0
 
@@ -72,6 +72,10 @@ def _check_ids(tid: str, src: VariantSource, content: TaskContent, report: Varia
     both = set(src.not_hideable) & set(src.misreadings)
     if both:
         report.errors.append(f"{_where(tid)}: {sorted(both)} have a misreading and are listed as not_hideable")
+    loose = [k for k in sorted(kp_ids) if k not in src.convention_keypoints and k not in src.misreadings
+             and k not in src.not_hideable]
+    if loose:
+        report.errors.append(f"{_where(tid)}: task keypoints {loose} need a misreading or a not_hideable reason")
 
 
 def _own_jobs(task: Task, src: VariantSource, variants: list[Variant], tests: dict[str, str]) -> list[_Job]:
@@ -114,7 +118,9 @@ def _misreading_jobs(task: Task, src: VariantSource, variants: list[Variant], te
 
 
 def verify_variants(sources: Mapping[str, VariantSource], tasks: Mapping[str, Task],
-                    contents: Mapping[str, TaskContent], dims: Mapping[str, Dimension], pool) -> VariantReport:
+                    contents: Mapping[str, TaskContent], dims: Mapping[str, Dimension], pool,
+                    tests_folder=None) -> VariantReport:
+    """`tests_folder`: where the regenerated tests are (default: the committed ones)."""
     from sandbox import CheckJob
 
     report = VariantReport()
@@ -126,14 +132,14 @@ def verify_variants(sources: Mapping[str, VariantSource], tasks: Mapping[str, Ta
             report.errors.append(f"{_where(tid)}: {tid} has no keypoint file")
             continue
         _check_ids(tid, src, content, report)
-        record = read_tests(tid)
+        record = read_tests(tid, tests_folder)
         if record is None:
             report.errors.append(f"{_where(tid)}: no regenerated tests; run `capa regen-tests --tasks {tid}`")
             continue
         if record.get("source_sha256") != source_sha256(src, task, dims):
             report.errors.append(f"{_where(tid)}: regenerated tests are stale; run `capa regen-tests --tasks {tid}`")
             continue
-        tests = tests_by_key(record)
+        tests = variant_tests_of(record)
         try:
             variants = task_variants(src, dims)
             missing = [v.key for v in variants if v.key not in tests]

@@ -1,142 +1,151 @@
-"""History conditions: what the model under test sees before the new request.
+"""The raw-history conditions: none, same-user, shuffled, conflicting.
 
-A condition is tiny: given the held-out targets and the dataset, it returns the text that goes
-into the system message of each target's conversation. Register new ones (memory systems,
-gates) with `@register("name")`; the episode never changes.
+Every history is rendered the same way (`render_history`), so the conditions differ only in
+which five sessions they show. `same-user` is identical for every target of a cell, so prefix
+caching applies. `shuffled` and `conflicting` are chosen per cell by seed, sized like the cell's
+own history (within 115%), on distinct tasks, never on one of the cell's held-out tasks.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
 
 from capa_hf.dataset.load import LoadedDataset
+from capa_hf.defaults import HISTORY_SIZE
 from capa_hf.errors import CapaError
+from capa_hf.evaluation.conditions.base import register, render_dialogue, render_history
 from capa_hf.generation.seeding import rng_for
-from capa_hf.prompts import fill, prompt_text
 from capa_hf.schema import Session
 
-HISTORY_SIZE = 5
+SIZE_SLACK = 1.15
 
 
-class Condition(Protocol):
-    name: str
-
-    def contexts(self, targets: Sequence[Session], data: LoadedDataset) -> dict[str, dict]:
-        """session_id -> {"text": context for the system message, "sources": [session ids]}."""
-
-
-_REGISTRY: dict[str, Callable[..., Condition]] = {}
+def by_cell(targets: Sequence[Session]) -> dict[str, list[Session]]:
+    out: dict[str, list[Session]] = {}
+    for t in targets:
+        out.setdefault(t.cell_id, []).append(t)
+    return out
 
 
-def register(name: str):
-    def deco(factory):
-        _REGISTRY[name] = factory
-        return factory
-    return deco
+def own_history(cell_id: str, data: LoadedDataset) -> list[Session]:
+    hist = data.cell_history(cell_id)
+    if len(hist) != HISTORY_SIZE:
+        raise CapaError(f"cell {cell_id} has {len(hist)} history sessions, expected {HISTORY_SIZE}")
+    return hist
 
 
-def known_conditions() -> list[str]:
-    return sorted(_REGISTRY)
+def sized_pick(pool: list[Session], budget: int, ordered: bool = False) -> list[Session]:
+    """Up to five sessions on distinct tasks within the size budget; then the shortest eligible."""
+    chosen, used = [], set()
+    for s in pool:
+        if s.task_id not in used and len(render_history(chosen + [s])) <= budget * SIZE_SLACK:
+            chosen.append(s)
+            used.add(s.task_id)
+            if len(chosen) == HISTORY_SIZE:
+                return chosen
+    rest = pool if ordered else sorted(pool, key=lambda s: (len(render_dialogue(s)), s.session_id))
+    for s in rest:
+        if s not in chosen and s.task_id not in used:
+            chosen.append(s)
+            used.add(s.task_id)
+            if len(chosen) == HISTORY_SIZE:
+                break
+    return chosen
 
 
-def get_condition(name: str, seed: int = 0) -> Condition:
-    if name not in _REGISTRY:
-        raise CapaError(f"unknown condition {name!r}; expected one of {', '.join(known_conditions())}")
-    return _REGISTRY[name](seed=seed)
+class _PerCell:
+    """A condition whose context is the same for every target of a cell."""
 
-
-# Stop sequences for the model under test: a reply ends where it would start to write the next
-# turn of a rendered history (small models continue transcripts they were shown).
-HISTORY_STOPS = ("<user>", "</assistant>", "<session")
-
-
-def render_dialogue(session: Session) -> str:
-    return "\n".join(f"<{t.role}>\n{t.content}\n</{t.role}>" for t in session.turns)
-
-
-def render_history(sessions: Sequence[Session]) -> str:
-    """The same rendering for same-user and shuffled histories (and any future source)."""
-    parts = [prompt_text("history_header")]
-    for i, s in enumerate(sessions, 1):
-        parts.append(fill("history_session", index=str(i), dialogue=render_dialogue(s)))
-    parts.append(prompt_text("history_footer"))
-    return "\n\n".join(parts)
-
-
-@register("none")
-class NoHistory:
-    name = "none"
+    name = ""
 
     def __init__(self, seed: int = 0):
         self.seed = seed
 
-    def contexts(self, targets, data):
-        return {t.session_id: {"text": "", "sources": []} for t in targets}
-
-
-@register("same-user")
-class SameUser:
-    """The cell's five resolved history sessions, in order; identical for every target of a cell."""
-
-    name = "same-user"
-
-    def __init__(self, seed: int = 0):
-        self.seed = seed
+    def pick(self, cell_id: str, data: LoadedDataset) -> list[Session]:
+        raise NotImplementedError
 
     def contexts(self, targets, data):
         out = {}
-        for t in targets:
-            hist = data.cell_history(t.cell_id)
-            if len(hist) != HISTORY_SIZE:
-                raise CapaError(f"cell {t.cell_id} has {len(hist)} history sessions, expected {HISTORY_SIZE}")
-            out[t.session_id] = {"text": render_history(hist), "sources": [s.session_id for s in hist]}
-        return out
-
-
-@register("shuffled")
-class Shuffled:
-    """Five history sessions of other users (another persona and another mechanism pair), chosen by
-    seed per cell, never on a task the cell is evaluated on, and sized like the cell's own history."""
-
-    name = "shuffled"
-
-    def __init__(self, seed: int = 0):
-        self.seed = seed
-
-    def pick(self, cell_id: str, data: LoadedDataset, avoid_tasks: set[str]) -> list[Session]:
-        own = data.cell_history(cell_id)
-        budget = len(render_history(own))
-        me = own[0]
-        pool = [s for s in data.history.values()
-                if s.cell_id != cell_id and s.persona_id != me.persona_id
-                and set(s.mechanisms) != set(me.mechanisms) and s.task_id not in avoid_tasks]
-        pool.sort(key=lambda s: s.session_id)
-        rng_for(self.seed, "shuffled", cell_id).shuffle(pool)
-        chosen, used_tasks = [], set()
-        for s in pool:
-            if s.task_id not in used_tasks and len(render_history(chosen + [s])) <= budget * 1.15:
-                chosen.append(s)
-                used_tasks.add(s.task_id)
-                if len(chosen) == HISTORY_SIZE:
-                    break
-        if len(chosen) < HISTORY_SIZE:  # budget too tight: fill with the shortest eligible sessions
-            for s in sorted(pool, key=lambda s: (len(render_dialogue(s)), s.session_id)):
-                if s not in chosen and s.task_id not in used_tasks:
-                    chosen.append(s)
-                    used_tasks.add(s.task_id)
-                    if len(chosen) == HISTORY_SIZE:
-                        break
-        return chosen
-
-    def contexts(self, targets, data):
-        out = {}
-        by_cell: dict[str, list[Session]] = {}
-        for t in targets:
-            by_cell.setdefault(t.cell_id, []).append(t)
-        for cell_id, ts in by_cell.items():
-            avoid = {s.task_id for s in data.heldout.values() if s.cell_id == cell_id}
-            hist = self.pick(cell_id, data, avoid)
-            text = render_history(hist)
+        for cell_id, ts in by_cell(targets).items():
+            hist = self.pick(cell_id, data)
+            text = render_history(hist) if hist else ""
             for t in ts:
                 out[t.session_id] = {"text": text, "sources": [s.session_id for s in hist]}
         return out
+
+
+@register("none")
+class NoHistory(_PerCell):
+    name = "none"
+
+    def pick(self, cell_id, data):
+        return []
+
+
+@register("same-user")
+class SameUser(_PerCell):
+    """The cell's five resolved history sessions, in order."""
+
+    name = "same-user"
+
+    def pick(self, cell_id, data):
+        return own_history(cell_id, data)
+
+
+def _heldout_tasks(cell_id: str, data: LoadedDataset) -> set[str]:
+    return {s.task_id for s in data.heldout.values() if s.cell_id == cell_id}
+
+
+def _other_history(cell_id: str, data: LoadedDataset, keep: Callable[[Session], bool]) -> list[Session]:
+    avoid = _heldout_tasks(cell_id, data)
+    pool = [s for s in data.history.values() if s.cell_id != cell_id and s.task_id not in avoid and keep(s)]
+    return sorted(pool, key=lambda s: s.session_id)
+
+
+@register("shuffled")
+class Shuffled(_PerCell):
+    """Five history sessions of other users (another persona and another mechanism pair)."""
+
+    name = "shuffled"
+
+    def pick(self, cell_id, data):
+        own = own_history(cell_id, data)
+        me = own[0]
+        pool = _other_history(cell_id, data, lambda s: s.persona_id != me.persona_id
+                              and set(s.mechanisms) != set(me.mechanisms))
+        rng_for(self.seed, "shuffled", cell_id).shuffle(pool)
+        return sized_pick(pool, len(render_history(own)))
+
+
+def conflicts(session: Session, target_profile: dict[str, str], dims: set[str], data: LoadedDataset) -> int:
+    """How many of `dims` this history session's variant sets against the target's values, or -1
+    when it agrees with the target on any of them (it would then show the right value)."""
+    values = data.values_of(session)
+    shared = [d for d in dims if d in values]
+    if any(values[d] == target_profile.get(d) for d in shared):
+        return -1
+    return len(shared)
+
+
+@register("conflicting")
+class Conflicting(_PerCell):
+    """Five history sessions of other users whose conventions differ from the target's on the
+    dimensions the target's held-out tasks exercise: each one shows a *wrong* value for the
+    target on every such dimension it touches, and as many of them as possible touch one."""
+
+    name = "conflicting"
+
+    def dims(self, cell_id: str, data: LoadedDataset) -> set[str]:
+        return {d for s in data.heldout.values() if s.cell_id == cell_id for d in data.values_of(s)}
+
+    def pick(self, cell_id, data):
+        own = own_history(cell_id, data)
+        cell = data.cells.get(cell_id)
+        if cell is None:
+            raise CapaError(f"{data.source}: no cells config entry for {cell_id} (the conflicting condition "
+                            "needs the users' convention profiles)")
+        dims = self.dims(cell_id, data)
+        pool = _other_history(cell_id, data, lambda s: conflicts(s, cell.profile, dims, data) >= 0)
+        rng_for(self.seed, "conflicting", cell_id).shuffle(pool)
+        pool.sort(key=lambda s: -min(conflicts(s, cell.profile, dims, data), 2))   # stable: seeded within ties
+        return sized_pick(pool, len(render_history(own)), ordered=True)

@@ -1,0 +1,12 @@
+"""History conditions: what the model under test sees before the new request.
+
+`none`, `same-user`, `shuffled` and `conflicting` live in `history.py`; conditions that call a
+model or a memory library live in their own modules and register the same way.
+"""
+
+from capa_hf.evaluation.conditions.base import (HISTORY_STOPS, Condition, get_condition, known_conditions,
+                                                register, render_dialogue, render_history)
+from capa_hf.evaluation.conditions import history  # noqa: F401  (registers the built-in conditions)
+
+__all__ = ["HISTORY_STOPS", "Condition", "get_condition", "known_conditions", "register", "render_dialogue",
+           "render_history"]

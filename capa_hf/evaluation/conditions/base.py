@@ -1,0 +1,62 @@
+"""The condition protocol and registry, and the one rendering of history sessions.
+
+A condition is tiny: given the evaluated targets and the dataset, it returns the text that goes
+into each target's system message and the history sessions it drew on. Register new ones with
+`@register("name")`; the episode never changes. A condition that needs model calls (a gate, a
+memory system) does them in `prepare` before any session starts.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol, Sequence
+
+from capa_hf.dataset.load import LoadedDataset
+from capa_hf.errors import CapaError
+from capa_hf.prompts import fill, prompt_text
+from capa_hf.schema import Session
+
+
+class Condition(Protocol):
+    name: str
+
+    def contexts(self, targets: Sequence[Session], data: LoadedDataset) -> dict[str, dict]:
+        """session_id -> {"text": context for the system message, "sources": [session ids], ...}."""
+
+
+_REGISTRY: dict[str, Callable[..., Condition]] = {}
+
+
+def register(name: str):
+    def deco(factory):
+        _REGISTRY[name] = factory
+        return factory
+    return deco
+
+
+def known_conditions() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_condition(name: str, seed: int = 0, **options) -> Condition:
+    if name not in _REGISTRY:
+        raise CapaError(f"unknown condition {name!r}; expected one of {', '.join(known_conditions())}")
+    return _REGISTRY[name](seed=seed, **options)
+
+
+# Stop sequences for the model under test: a reply ends where it would start to write the next
+# turn of a rendered history (small models continue transcripts they were shown).
+HISTORY_STOPS = ("<user>", "</assistant>", "<session")
+
+
+def render_dialogue(session: Session) -> str:
+    return "\n".join(f"<{t.role}>\n{t.content}\n</{t.role}>" for t in session.turns)
+
+
+def render_sessions(sessions: Sequence[Session], start: int = 1) -> str:
+    return "\n\n".join(fill("history_session", index=str(i), dialogue=render_dialogue(s))
+                       for i, s in enumerate(sessions, start))
+
+
+def render_history(sessions: Sequence[Session]) -> str:
+    """The same rendering for every condition that shows history sessions."""
+    return "\n\n".join([prompt_text("history_header"), render_sessions(sessions), prompt_text("history_footer")])

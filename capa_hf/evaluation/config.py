@@ -1,0 +1,42 @@
+"""What `capa eval` runs: one frozen record, written to the run's config.json.
+
+Two runs with the same `EvalConfig` are the same run: a rerun resumes it, and a different
+config in the same folder is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from capa_hf.defaults import EVAL_MAX_TOKENS, MAX_TURNS
+from capa_hf.evaluation.conditions import HISTORY_STOPS
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    model: str
+    condition: str
+    dataset: str | None = None
+    revision: str | None = None
+    split: str = "heldout"
+    cells: tuple[str, ...] | None = None
+    limit: int | None = None
+    seed: int = 0
+    samples: int = 1
+    max_turns: int = MAX_TURNS
+    max_tokens: int = EVAL_MAX_TOKENS
+    temperature: float = 0.0
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    user: str = "scripted"
+    judge: str = "sandbox"
+    engine_args: dict = field(default_factory=dict)
+    preset: str | None = None
+    max_errors: int | None = None          # None: 5% of the sessions (at least 1)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["cells"] = list(self.cells) if self.cells else None
+        d["stop"] = list(HISTORY_STOPS)
+        return d

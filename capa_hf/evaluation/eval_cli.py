@@ -1,0 +1,78 @@
+"""The `capa eval` command line: options, presets, and what they resolve to."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from capa_hf.defaults import EVAL_MAX_TOKENS, MAX_TURNS
+from capa_hf.errors import CapaError
+
+
+def add_eval_arguments(e) -> None:
+    e.add_argument("--model", default=None, help="runners engine spec, e.g. llamacpp, vllm:Qwen/Qwen3-8B "
+                                                 "(or given by --preset)")
+    e.add_argument("--preset", default=None, help="a model preset (capa_hf/data/presets.yaml), e.g. qwen3-8b-think")
+    e.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="engine option, repeatable; typed: int, float, bool, JSON (e.g. tensor_parallel_size=4)")
+    e.add_argument("--condition", default="none", help="none | same-user | shuffled | conflicting | gate | mem0 | amem")
+    e.add_argument("--dataset", default=None, help="dataset folder or Hub id (default: the committed dist/capa)")
+    e.add_argument("--revision", default=None, help="Hub revision or tag of --dataset, e.g. v0.2.0")
+    e.add_argument("--split", default="heldout", help="heldout (default) or history")
+    e.add_argument("--cells", nargs="*", default=None, help="cell ids, e.g. C01 C07")
+    e.add_argument("--limit", type=int, default=None, help="at most this many sessions")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--samples", type=int, default=1, help="independent trials per session (pass^k)")
+    e.add_argument("--max-turns", type=int, default=MAX_TURNS)
+    e.add_argument("--max-tokens", type=int, default=None, help=f"reply budget per turn (default {EVAL_MAX_TOKENS})")
+    e.add_argument("--temperature", type=float, default=None, help="default 0 (greedy) unless a preset sets it")
+    e.add_argument("--top-p", type=float, default=None)
+    e.add_argument("--top-k", type=int, default=None)
+    e.add_argument("--min-p", type=float, default=None)
+    e.add_argument("--max-errors", type=int, default=None,
+                   help="abort after this many sessions the engine cannot finish (default 5%% of the sessions)")
+    e.add_argument("--user", default="scripted", help="simulated user: scripted, or llm:<engine spec>")
+    e.add_argument("--out", required=True)
+    e.add_argument("--no-progress", action="store_true")
+
+
+def config_from_args(args):
+    """An EvalConfig from the parsed flags: explicit flags > preset > defaults."""
+    from runners.options import parse_engine_args
+
+    from capa_hf.evaluation.config import EvalConfig
+    from capa_hf.presets import apply_preset, resolve_preset
+
+    try:
+        engine_args = parse_engine_args(args.engine_arg)
+    except ValueError as exc:
+        raise CapaError(f"--engine-arg: {exc}") from None
+    preset = resolve_preset(args.preset) if args.preset else None
+    resolved = apply_preset(preset, model=args.model, engine_args=engine_args,
+                            sampling={"temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
+                                      "min_p": args.min_p}, max_tokens=args.max_tokens)
+    if preset is not None:
+        for line in resolved.describe_lines():
+            print(line, file=sys.stderr)
+    if not resolved.model:
+        raise CapaError("--model is required (or a --preset that names one)")
+    s = resolved.sampling
+    return EvalConfig(model=resolved.model, condition=args.condition, dataset=args.dataset, revision=args.revision,
+                      split=args.split, cells=tuple(args.cells) if args.cells else None, limit=args.limit,
+                      seed=args.seed, samples=args.samples, max_turns=args.max_turns,
+                      max_tokens=resolved.max_tokens or EVAL_MAX_TOKENS,
+                      temperature=s.get("temperature", 0.0) if s.get("temperature") is not None else 0.0,
+                      top_p=s.get("top_p"), top_k=s.get("top_k"), min_p=s.get("min_p"), user=args.user,
+                      engine_args=dict(resolved.engine), preset=resolved.preset, max_errors=args.max_errors)
+
+
+def eval_cli(args) -> int:
+    from capa_hf.evaluation.records import RESULTS
+    from capa_hf.evaluation.run import run_eval
+    from capa_hf.evaluation.summary_md import summary_markdown
+
+    config = config_from_args(args)
+    summary = run_eval(config, Path(args.out), progress=not args.no_progress)
+    print(summary_markdown(summary))
+    print(f"wrote {args.out}/summary.json and {args.out}/{RESULTS}", file=sys.stderr)
+    return 1 if summary.get("n_incomplete") else 0

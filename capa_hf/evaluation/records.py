@@ -1,0 +1,67 @@
+"""A run folder's files: config.json, sessions.jsonl (one line per finished session and trial).
+
+A line with `incomplete: true` is a session the engine could not finish (an HTTP error, an
+outage): it is kept for the record, never scored, and a rerun of the same command plays it again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from capa_hf.errors import CapaError
+
+RESULTS = "sessions.jsonl"
+
+
+def record_key(rec: dict) -> str:
+    return f"{rec['session_id']}#{rec.get('trial', 0)}"
+
+
+def read_records(path: Path) -> dict[str, dict]:
+    """The latest line per (session, trial) of an earlier run. A torn last line is dropped."""
+    done = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            done[record_key(rec)] = rec
+    return done
+
+
+def complete(records: dict[str, dict]) -> dict[str, dict]:
+    return {k: r for k, r in records.items() if not r.get("incomplete")}
+
+
+def rewrite(path: Path, records: dict[str, dict]) -> None:
+    """Drop a torn last line (and superseded lines) before appending."""
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records.values())
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def append(fh, record: dict) -> None:
+    fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+def prepare_out(out: Path, config: dict) -> None:
+    """Create the run folder, or check that it holds a run of the same config (to resume it)."""
+    out.mkdir(parents=True, exist_ok=True)
+    cfg_path = out / "config.json"
+    if cfg_path.is_file():
+        try:
+            old = json.loads(cfg_path.read_text())
+        except json.JSONDecodeError:
+            raise CapaError(f"{cfg_path}: unreadable config of an earlier run; use a new --out or delete it") from None
+        if old.get("run") != config["run"]:
+            diff = sorted(k for k in set(config["run"]) | set(old.get("run", {}))
+                          if old.get("run", {}).get(k) != config["run"].get(k))
+            raise CapaError(f"{out} holds a run with another config; use a new --out or delete it "
+                            f"(differs in: {diff})")
+    cfg_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,265 @@
+"""Stage 1, part two: write the ambiguous request and each hidden item's clarification.
+
+A realizer turns a `SessionPlan` into surface text. `TemplateRealizer` is the offline default:
+it assembles curated fragments (keypoint lines, convention phrasings, persona voice kits,
+discipline lexicons, phrase families) with seeded choices:
+- a persona's openers and closers are dealt without replacement over its sessions (`voice_slot`),
+  so the same greeting does not open request after request;
+- each mechanism keeps a small cell-specific set of phrasings per category or dimension (the
+  user's recognizable way of saying it) and picks among them per session;
+- the body's layout varies (prose, a short list, the goal last), and no sentence repeats;
+- articles agree with the noun that follows, also after a lexicon swap.
+An LLM realizer (`capa build --realizer llm:SPEC`) implements the same `realize` and passes the
+same Stage 3 checks.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Protocol
+
+from capa_hf.generation.seeding import pick, pick_index, rng_for
+from capa_hf.generation.stage1_lexicon import Mapping, fix_articles, mapping_for, wants_an
+from capa_hf.generation.stage1_plan import PlannedItem, SessionPlan
+from capa_hf.schema import Cell, HiddenItem, Lexicon, Persona, TaskContent
+from capa_hf.schema.convention import Dimension, VariantSource
+
+STYLE_SUBSET = 3          # phrasings a user keeps per (mechanism, category or dimension)
+LIST_LAYOUT = 0.25
+GOAL_LAST = 0.2
+GIST_FRAMES = ("{Gist}", "I need a function to {gist}", "Could you write something to {gist}?",
+               "The job: {gist}", "What I'm after is a function to {gist}", "The task, in short: {gist}")
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    cell: Cell
+    persona: Persona
+    lexicon: Lexicon
+    content: TaskContent
+    source: VariantSource | None
+    dimensions: dict[str, Dimension]
+    plan: SessionPlan
+    phrases: dict             # Stage 1 phrase families (capa_hf/data/stage1_phrases.yaml)
+    seed: int
+    attempt: int = 0
+    voice_slot: int = 0       # this session's index among the persona's sessions
+
+    @property
+    def session_id(self) -> str:
+        return self.plan.session_id
+
+
+@dataclass(frozen=True)
+class Realization:
+    initial_request: str
+    hidden_items: tuple[HiddenItem, ...]
+    opener: str
+    closer: str
+    visible: tuple[str, ...] = ()      # what the request states plainly (gist, keypoint lines, conventions)
+
+
+class Realizer(Protocol):
+    name: str
+
+    def realize(self, ctx: RequestContext) -> Realization: ...
+
+
+def sentence(text: str) -> str:
+    text = " ".join(text.split())
+    if text and text[-1] not in ".!?)`:":
+        text += "."
+    return text
+
+
+def first_upper(text: str) -> str:
+    return text[:1].upper() + text[1:] if text else text
+
+
+# quoted literals (a quote not inside a word, so "can't ... that's" is no quotation), code,
+# Python constants, acronyms and camelCase names keep their case
+_KEEP_CASE = re.compile(r"((?<![A-Za-z])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"|`[^`\n]*`|\b(?:True|False|None)\b"
+                        r"|\b[A-Z]{2,}\w*\b|\b\w*[a-z][A-Z]\w*\b)")
+
+
+def casual_case(text: str) -> str:
+    """Lower-case a message the way a hurried typist would, but never inside quotes or code
+    literals, so that values such as 'Yes', True or ValueError keep their meaning."""
+    parts = _KEEP_CASE.split(text)
+    return "".join(p if i % 2 else p.lower() for i, p in enumerate(parts))
+
+
+def cell_mapping(ctx: RequestContext) -> Mapping:
+    """The user's fixed noun choices: the same in all ten sessions of a cell."""
+    return mapping_for(ctx.lexicon, lambda entity, n: pick_index(n, ctx.seed, ctx.cell.cell_id, "noun", entity))
+
+
+def fill(template: str, ctx: RequestContext) -> str:
+    nouns = ctx.source.nouns if ctx.source else None
+    return template.format(result=nouns.result if nouns else "the result",
+                           input=nouns.input if nouns else "the input",
+                           discipline=ctx.lexicon.name)
+
+
+def user_phrasing(options, ctx: RequestContext, *key) -> str:
+    """One of a small cell-specific subset of `options`, picked per session."""
+    options = list(options)
+    rng = rng_for(ctx.seed, ctx.cell.cell_id, "style", *key)
+    subset = rng.sample(options, min(STYLE_SUBSET, len(options)))
+    return pick(subset, ctx.seed, ctx.session_id, ctx.attempt, "style", *key)
+
+
+def dealt(options, ctx: RequestContext, what: str) -> str:
+    """Deal `options` without replacement over the persona's sessions (seeded order)."""
+    options = list(options)
+    order = list(range(len(options)))
+    rng_for(ctx.seed, ctx.persona.id, what, "deal").shuffle(order)
+    return options[order[(ctx.voice_slot + 7 * ctx.attempt) % len(options)]]
+
+
+class TemplateRealizer:
+    name = "template"
+
+    # -- what the request says in place of a hidden item ------------------------------------
+    def obscure(self, ctx: RequestContext, item: PlannedItem, mapping: Mapping) -> tuple[str, list]:
+        op = item.mechanism.operation
+        if op == "remove":
+            return "", []
+        if item.kind == "convention":
+            dim = ctx.dimensions[item.dimension]
+            text = fill(user_phrasing(dim.vague[op], ctx, item.mechanism.id, dim.id), ctx)
+            return (mapping.swap(text) if op == "lexicon" else (text, []))
+        kp = item.keypoint
+        if op == "vague":
+            return kp.vague, []
+        if op == "lexicon":
+            return mapping.swap(kp.vague)
+        family = ctx.phrases[op][kp.category]
+        return fill(user_phrasing(family, ctx, item.mechanism.id, kp.category), ctx), []
+
+    def clarify(self, ctx: RequestContext, item: PlannedItem, glosses: list) -> str:
+        if item.kind == "convention":
+            value = ctx.dimensions[item.dimension].value(item.value)
+            habit = pick(value.habit, ctx.seed, ctx.session_id, ctx.attempt, "habit", item.dimension)
+            state = fill(pick(value.state, ctx.seed, ctx.session_id, "state", item.dimension), ctx)
+            text = f"{sentence(habit)} {sentence(first_upper(state))}"
+        else:   # the dimension-neutral line when there is one: the variant may differ from HumanEval
+            neutral = ctx.source.neutral_plain if ctx.source else {}
+            text = sentence(neutral.get(item.keypoint.id, item.keypoint.plain))
+        op = item.mechanism.operation
+        if op == "lexicon" and glosses:
+            # one way of explaining per noun, fixed for the user, so six nouns do not read six times alike
+            forms = ctx.phrases["lexicon_gloss"]
+            text += " " + " ".join(
+                forms[pick_index(len(forms), ctx.seed, ctx.cell.cell_id, "gloss", d)].format(
+                    domain=d, cs=c, a_cs=("an " if wants_an(c) else "a ") + c) for d, c in glosses)
+        if op == "operator":
+            conc = ctx.phrases["operator_concession"]
+            text = conc[pick_index(len(conc), ctx.seed, ctx.cell.cell_id, "concession")].format(text=text)
+        wrap = pick(ctx.persona.voice.clarification_wraps, ctx.seed, ctx.session_id, ctx.attempt, "wrap",
+                    item.dimension or item.keypoint.id)
+        text = fix_articles(wrap.format(text=text))
+        return casual_case(text) if any(m.kind == "lowercase" for m in ctx.persona.voice.style_moves) else text
+
+    # -- the request ------------------------------------------------------------------------
+    def realize(self, ctx: RequestContext) -> Realization:
+        mapping = cell_mapping(ctx)
+        plan = ctx.plan
+        dcp = any(i.mechanism.operation == "lexicon" for i in plan.items)
+
+        def speak(text: str) -> tuple[str, list]:
+            # a domain-cognitive user names things by their field's nouns throughout the request
+            return mapping.swap(text) if dcp else (text, [])
+
+        gist, glosses = speak(ctx.content.gist)
+        slots: list[tuple[int, str]] = []          # (order, sentence) of the body
+        plain: list[str] = [gist]                  # the sentences that state things plainly
+        visible = {k.id: line for k, line in plan.visible}
+        obscured: dict[int, str] = {}
+        for k in ctx.content.keypoints:
+            if k.id in visible:
+                text, used = speak(visible[k.id])
+                slots.append((int(k.id[3:]), sentence(first_upper(text))))
+                plain.append(text)
+                glosses += [g for g in used if g not in glosses]
+        conv_kp = {d: kp for kp, d in (ctx.source.convention_keypoints.items() if ctx.source else ())}
+        for i, item in enumerate(plan.items):
+            text, used = self.obscure(ctx, item, mapping)
+            glosses += [g for g in used if g not in glosses]
+            obscured[i] = text
+            if text:
+                slots.append((item.order, sentence(first_upper(text))))
+        for d, value in plan.stated:
+            state = fill(pick(ctx.dimensions[d].value(value).state, ctx.seed, ctx.session_id, "state", d), ctx)
+            order = int(conv_kp[d][3:]) if d in conv_kp else 100
+            slots.append((order, sentence(first_upper(state))))
+            plain.append(state)
+        slots.sort(key=lambda s: s[0])
+        hidden = []
+        for i, item in enumerate(plan.items):
+            first_dcp = item.mechanism.operation == "lexicon" and not any(
+                h.mechanism == item.mechanism.id for h in hidden)
+            hidden.append(HiddenItem(
+                id=f"h{len(hidden) + 1}", kind=item.kind,
+                keypoint_id=item.keypoint.id if item.keypoint else None, dimension=item.dimension,
+                mechanism=item.mechanism.id, obscured_as=obscured[i],
+                clarification=self.clarify(ctx, item, glosses if first_dcp else []),
+                resolvable_from_history=bool(item.revealed_in), revealed_in=item.revealed_in))
+        out = self.frame(ctx, gist, [s for _, s in slots], tuple(hidden))
+        return Realization(out.initial_request, out.hidden_items, out.opener, out.closer, tuple(plain))
+
+    def frame(self, ctx: RequestContext, gist: str, details: list[str], hidden: tuple[HiddenItem, ...]
+              ) -> Realization:
+        voice = ctx.persona.voice
+        key = (ctx.seed, ctx.session_id, ctx.attempt)
+        rng = rng_for(*key, "layout")
+        opener, closer = dealt(voice.openers, ctx, "opener"), dealt(voice.closers, ctx, "closer")
+        frame = pick(GIST_FRAMES, *key, "gist-frame")
+        g = gist.strip().rstrip(".")
+        goal = sentence(frame.format(Gist=first_upper(g) + ".", gist=g[:1].lower() + g[1:]))
+        details = _unique(details)
+        tail: list[str] = []
+        pasted = None
+        markdown_header = None
+        lowercase = False
+        for move in voice.style_moves:
+            if move.kind == "lowercase":
+                lowercase = True
+            elif move.kind == "filler" and details:
+                i = pick_index(len(details), *key, "filler-at")
+                details[i] = f"{pick(move.variants, *key, 'filler')} {details[i][:1].lower()}{details[i][1:]}"
+            elif move.kind == "aside":
+                tail.append(sentence(pick(move.variants, *key, "aside")))
+            elif move.kind == "pasted_comment":
+                pasted = pick(move.variants, *key, "comment")
+            elif move.kind == "rules_markdown":
+                markdown_header = pick(move.variants, *key, "rules")
+        if markdown_header:
+            rules = "\n".join(f"{i}. {s}" for i, s in enumerate(details, 1))
+            text = f"{sentence(opener)} {goal}\n\n{markdown_header}\n{rules}\n\n" + " ".join(tail)
+            text += f"\n{sentence(closer)}"
+        elif details and rng.random() < LIST_LAYOUT:
+            bullets = "\n".join(f"- {s}" for s in details)
+            text = f"{sentence(opener)} {goal}\n{bullets}\n" + " ".join([*tail, sentence(closer)])
+        elif rng.random() < GOAL_LAST:
+            text = " ".join([sentence(opener), *details, goal, *tail, sentence(closer)])
+        else:
+            text = " ".join([sentence(opener), goal, *details, *tail, sentence(closer)])
+        if pasted:
+            text += "\n" + pasted
+        text = "\n".join(line.rstrip() for line in text.splitlines()).strip()
+        text = fix_articles(text)
+        if lowercase:
+            text = casual_case(text)
+        return Realization(initial_request=text, hidden_items=hidden, opener=opener, closer=closer)
+
+
+def _unique(sentences: list[str]) -> list[str]:
+    seen, out = set(), []
+    for s in sentences:
+        key = " ".join(re.sub(r"[^a-z0-9 ]+", " ", s.lower()).split())
+        if key and key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out
