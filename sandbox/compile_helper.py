@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from . import namespaces
 from .limits import MiB, vm_size_bytes
-from .protocol import HEADER, SUBMISSION_FILE, exc_record
+from .protocol import HEADER, SUBMISSION_FILE, exc_record, read_exact, write_all
 
 MAX_CODE_CHARS = 8 * 1024 * 1024
 IN_WORKER_MAX_CHARS = 4096
@@ -58,30 +58,13 @@ def compile_here(code: str) -> tuple[bytes | None, dict | None]:
     return marshal.dumps(co), None
 
 
-def _read_exact(fd: int, n: int) -> bytes | None:
-    chunks = []
-    while n:
-        b = os.read(fd, min(n, 1 << 20))
-        if not b:
-            return None
-        chunks.append(b)
-        n -= len(b)
-    return b"".join(chunks)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
 def _serve(req_fd: int, rep_fd: int) -> None:
     """The helper's loop: (source, memory_mb) in, b"C" + bytecode or b"E" + JSON record out."""
     base = vm_size_bytes()
     hard = resource.getrlimit(resource.RLIMIT_AS)[1]
     while True:
-        head = _read_exact(req_fd, HEADER.size)
-        data = _read_exact(req_fd, HEADER.unpack(head)[0]) if head else None
+        head = read_exact(req_fd, HEADER.size)
+        data = read_exact(req_fd, HEADER.unpack(head)[0]) if head else None
         if data is None:
             return
         code, memory_mb = marshal.loads(data)
@@ -92,7 +75,7 @@ def _serve(req_fd: int, rep_fd: int) -> None:
         finally:
             resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
         out = b"C" + bytecode if bytecode is not None else b"E" + json.dumps(exc).encode()
-        _write_all(rep_fd, HEADER.pack(len(out)) + out)
+        write_all(rep_fd, HEADER.pack(len(out)) + out)
 
 
 class CompileHelper:
@@ -150,7 +133,7 @@ class CompileHelper:
             self.start()
         try:
             request = marshal.dumps((code, memory_mb))
-            _write_all(self.req, HEADER.pack(len(request)) + request)
+            write_all(self.req, HEADER.pack(len(request)) + request)
             reply = self._answer(t0 + timeout_s)
         except (OSError, EOFError):   # the helper died compiling this
             self.stop()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .config import SandboxConfig
 from .limits import Limits
-from .protocol import FrameBuffer, ProtocolError, encode_frame
+from .protocol import FrameBuffer, ProtocolError, encode_frame, write_frame
 from .verdict import Verdict
 
 STARTUP_TIMEOUT_S = 60.0
@@ -100,11 +100,7 @@ class _Worker:
 
     def request(self, job: dict, timeout: float) -> dict:
         try:
-            data = encode_frame(job)
-            view = memoryview(data)
-            while view:
-                n = os.write(self.cmd, view)
-                view = view[n:]
+            write_frame(self.cmd, job)
             return self._read(timeout)
         except (OSError, WorkerDied) as e:
             self.dead = True

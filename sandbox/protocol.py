@@ -120,15 +120,20 @@ def json_values_bound(data: bytes, enough: int) -> int:
     return 1 + _structure(_JSON_STRING.sub(b'""', data))
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Blocking write of all of ``data``."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def write_frame(fd: int, obj) -> None:
     """Blocking write of one frame."""
-    buf = memoryview(encode_frame(obj))
-    while buf:
-        n = os.write(fd, buf)
-        buf = buf[n:]
+    write_all(fd, encode_frame(obj))
 
 
-def _read_exact(fd: int, n: int) -> bytes | None:
+def read_exact(fd: int, n: int) -> bytes | None:
+    """Blocking read of exactly ``n`` bytes; None at EOF."""
     chunks = []
     while n:
         b = os.read(fd, min(n, 1 << 20))
@@ -141,13 +146,13 @@ def _read_exact(fd: int, n: int) -> bytes | None:
 
 def read_frame(fd: int, max_bytes: int = 1 << 30):
     """Blocking read of one frame; None on EOF."""
-    head = _read_exact(fd, HEADER.size)
+    head = read_exact(fd, HEADER.size)
     if head is None:
         return None
     (n,) = HEADER.unpack(head)
     if n > max_bytes:
         raise ProtocolError(f"frame of {n} bytes exceeds the {max_bytes}-byte limit")
-    data = _read_exact(fd, n)
+    data = read_exact(fd, n)
     if data is None:
         return None
     return decode_payload(data)

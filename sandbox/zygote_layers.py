@@ -166,29 +166,26 @@ class ZygoteLayers:
             raise OSError(f"clone({flag:#x}) probe child ended with status {status}")
         self.clone_flags |= flag
 
-    def _probe_pidns(self) -> None:
+    def _probe_per_child(self, flag: int, kind: str) -> int | None:
+        """Probe making a new namespace of ``kind`` for each child. Root: unshare before each
+        fork and setns back after (returns our own namespace's fd); user namespace: clone."""
         if self.userns:
-            return self._probe_clone(namespaces.CLONE_NEWPID)
-        fd = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+            self._probe_clone(flag)
+            return None
+        fd = os.open(f"/proc/self/ns/{kind}", os.O_RDONLY | os.O_CLOEXEC)
         try:
-            namespaces.unshare(namespaces.CLONE_NEWPID)
-            namespaces.setns(fd, namespaces.CLONE_NEWPID)
+            namespaces.unshare(flag)
+            namespaces.setns(fd, flag)
         except OSError:
             os.close(fd)
             raise
-        self.pidns_fd = fd
+        return fd
+
+    def _probe_pidns(self) -> None:
+        self.pidns_fd = self._probe_per_child(namespaces.CLONE_NEWPID, "pid")
 
     def _probe_ipcns(self) -> None:
-        if self.userns:
-            return self._probe_clone(namespaces.CLONE_NEWIPC)
-        fd = os.open("/proc/self/ns/ipc", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            namespaces.unshare(namespaces.CLONE_NEWIPC)
-            namespaces.setns(fd, namespaces.CLONE_NEWIPC)
-        except OSError:
-            os.close(fd)
-            raise
-        self.ipc_fd = fd
+        self.ipc_fd = self._probe_per_child(namespaces.CLONE_NEWIPC, "ipc")
 
     def _setup_cgroup(self) -> bool:
         """Open the worker's memory group; probe moving a process into it."""
