@@ -29,8 +29,12 @@ class EvalConfig:
     top_p: float | None = None
     top_k: int | None = None
     min_p: float | None = None
-    user: str = "scripted"
+    user: str = "scripted"                  # or llm:<engine spec>
+    user_engine_args: dict = field(default_factory=dict)
     judge: str = "sandbox"
+    veto: str | None = None                 # llm:<engine spec>: an LLM may veto a pass, never grant one
+    veto_engine_args: dict = field(default_factory=dict)
+    condition_args: dict = field(default_factory=dict)   # e.g. gate_model, memory_llm
     engine_args: dict = field(default_factory=dict)
     preset: str | None = None
     max_errors: int | None = None          # None: 5% of the sessions (at least 1)

@@ -24,7 +24,7 @@ from runners.types import Sampling
 from capa_hf.content import load_user_lines
 from capa_hf.dataset.load import LoadedDataset, load_capa
 from capa_hf.errors import CapaError
-from capa_hf.evaluation.conditions import HISTORY_STOPS, get_condition
+from capa_hf.evaluation.conditions import HISTORY_STOPS, ConditionEnv, get_condition
 from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.metrics import summarize
 from capa_hf.evaluation.records import RESULTS, append, complete, prepare_out, read_records, record_key, rewrite
@@ -89,6 +89,24 @@ def session_facts(t: Session, config: EvalConfig, context: dict) -> dict:
             **{k: v for k, v in context.items() if k not in ("text", "sources")}}
 
 
+def role_engines(config: EvalConfig) -> dict:
+    """Engines for the other model roles of an episode: an LLM simulated user (`user`), an LLM
+    veto (`veto`). Each is its own engine, batched by the driver in its own role."""
+    out = {}
+    if config.user.startswith("llm:"):
+        out["user"] = _make_engine(config.user[4:], dict(config.user_engine_args))
+    if config.veto:
+        if not config.veto.startswith("llm:"):
+            raise CapaError(f"--veto {config.veto!r}: expected llm:<engine spec>")
+        out["veto"] = _make_engine(config.veto[4:], dict(config.veto_engine_args))
+    return out
+
+
+def user_options(config: EvalConfig) -> dict:
+    """What the simulated user's factory gets besides the session brief."""
+    return {"role": "user"} if config.user.startswith("llm:") else {}
+
+
 def run_config(config: EvalConfig, engine: Any, data: LoadedDataset, n_targets: int) -> dict:
     describe = engine.describe() if hasattr(engine, "describe") else {"engine": getattr(engine, "name", "?")}
     return {"run": config.to_dict(), "engine": describe, "pipeline_version": PIPELINE_VERSION,
@@ -113,7 +131,6 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
     if results_path.is_file():
         rewrite(results_path, earlier)
     done = complete(earlier)
-    contexts = condition.contexts(targets, data)
     user_lines = load_user_lines()
     base_prompt = prompt_text("assistant_system")
     sampling = Sampling(temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed,
@@ -131,13 +148,18 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
     t0 = time.perf_counter()
     incomplete = []
     meta = {f"{t.session_id}#{trial}": (t, trial) for t, trial in jobs}
+    engines = {"assistant": engine, **role_engines(config)}
     try:
         with CompletionCache(str(out / "cache.sqlite")) as cache, open(results_path, "a", encoding="utf-8") as fh:
+            env = ConditionEnv(out=out, cache=cache, assistant=engine, make_engine=_make_engine, seed=config.seed,
+                               progress=progress, options=dict(config.condition_args))
+            contexts = condition.contexts(targets, data, env)
             def factory(target: Session, trial: int):
                 ctx = contexts[target.session_id]
                 system = base_prompt + ("\n\n" + ctx["text"] if ctx["text"] else "")
                 return cast_episode(brief(target, data, user_lines), data.problem(target), target.initial_request,
-                                    system, judge, sampling=sampling, user=config.user, max_turns=config.max_turns,
+                                    system, judge, sampling=sampling, user=config.user,
+                                    user_options=user_options(config), max_turns=config.max_turns,
                                     trial=trial, affinity=target.cell_id)
 
             def on_done(key: str, outcome) -> None:
@@ -159,7 +181,7 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
 
             try:
                 run_episodes([(f"{t.session_id}#{trial}", factory(t, trial)) for t, trial in jobs],
-                             engines={"assistant": engine}, cache=cache, abort_on_failed_batch=True,
+                             engines=engines, cache=cache, abort_on_failed_batch=True,
                              progress=f"eval {config.condition}" if progress else False, on_done=on_done,
                              stats=stats)
             except EngineError as exc:

@@ -8,7 +8,9 @@ memory system) does them in `prepare` before any session starts.
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Protocol, Sequence
 
 from capa_hf.dataset.load import LoadedDataset
 from capa_hf.errors import CapaError
@@ -16,11 +18,27 @@ from capa_hf.prompts import fill, prompt_text
 from capa_hf.schema import Session
 
 
+@dataclass
+class ConditionEnv:
+    """What a condition that calls models gets from the run: the run folder (for its own caches),
+    the completion cache, the model under test, a way to build other engines, the seed."""
+
+    out: Path | None = None
+    cache: Any = None
+    assistant: Any = None
+    make_engine: Callable[..., Any] | None = None
+    seed: int = 0
+    progress: bool = False
+    options: dict = field(default_factory=dict)     # the run's --condition-arg values
+
+
 class Condition(Protocol):
     name: str
 
-    def contexts(self, targets: Sequence[Session], data: LoadedDataset) -> dict[str, dict]:
-        """session_id -> {"text": context for the system message, "sources": [session ids], ...}."""
+    def contexts(self, targets: Sequence[Session], data: LoadedDataset, env: ConditionEnv | None = None
+                 ) -> dict[str, dict]:
+        """session_id -> {"text": context for the system message, "sources": [session ids], ...}.
+        Extra keys (a gate's verdict, a memory digest's counts) are recorded with the session."""
 
 
 _REGISTRY: dict[str, Callable[..., Condition]] = {}
@@ -37,10 +55,10 @@ def known_conditions() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get_condition(name: str, seed: int = 0, **options) -> Condition:
+def get_condition(name: str, seed: int = 0) -> Condition:
     if name not in _REGISTRY:
         raise CapaError(f"unknown condition {name!r}; expected one of {', '.join(known_conditions())}")
-    return _REGISTRY[name](seed=seed, **options)
+    return _REGISTRY[name](seed=seed)
 
 
 # Stop sequences for the model under test: a reply ends where it would start to write the next

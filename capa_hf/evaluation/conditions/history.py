@@ -64,7 +64,7 @@ class _PerCell:
     def pick(self, cell_id: str, data: LoadedDataset) -> list[Session]:
         raise NotImplementedError
 
-    def contexts(self, targets, data):
+    def contexts(self, targets, data, env=None):
         out = {}
         for cell_id, ts in by_cell(targets).items():
             hist = self.pick(cell_id, data)
