@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from capa_hf.evaluation.run import EvalConfig, run_eval
+from capa_hf.evaluation.config import EvalConfig
+from capa_hf.evaluation.run import run_eval
 
 
 @pytest.mark.slow
@@ -16,7 +17,7 @@ def test_embedded_model_plays_one_session(tmp_path, capa_data):
                      max_tokens=256)
     summary = run_eval(cfg, tmp_path / "run", engine=engine, progress=False, data=capa_data)
     rec = json.loads((tmp_path / "run" / "sessions.jsonl").read_text().splitlines()[0])
-    assert summary["n_sessions"] == 1 and summary["n_errors"] == 0
+    assert summary["n_sessions"] == 1 and summary["n_incomplete"] == 0
     assert 1 <= rec["assistant_turns"] <= 3
     assert all(u["prompt_tokens"] > 0 for u in rec["usage"])
     assert any(u["completion_tokens"] > 0 for u in rec["usage"])
