@@ -17,7 +17,7 @@ from .verdict import BLOCKED, ERROR, FAILED, MEMORY, PASSED, SANDBOX_ERROR, TIME
 NON_EXCEPTIONS = ("SystemExit", "KeyboardInterrupt", "GeneratorExit", "BaseException", "BaseExceptionGroup")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Happened:
     """What the trusted side saw of one execution; fields left at their defaults did not happen."""
 
