@@ -4,18 +4,23 @@ The worker forks the zygote right after pre-importing modules and compiling
 the seccomp filter, before it handles any job, so a child forked from the
 zygote never holds a test (or an earlier job's data) in its memory.
 
-Layers set up once here and inherited by every child: private network
-namespace; private mount namespace with a size-limited tmpfs for scratch dirs;
-scrubbed environment; import guard; job-independent rlimits (file size, open
-files, threads, core dumps); no_new_privs; no supplementary groups.
-Per child: a fresh pid namespace (the child is its pid 1, so everything it
-starts dies with it), a new session, a chroot into its own scratch directory,
-the address-space and CPU rlimits of the job, an unprivileged uid, and the
-seccomp filter (compiled once by the worker, only loaded here).
+Layers set up once (zygote_layers.py) and inherited by every child: private
+network namespace; private mount namespace with a size-limited tmpfs for scratch
+dirs; scrubbed environment; import guard; job-independent rlimits (file size,
+open files, threads, core dumps); no_new_privs; no supplementary groups.
+Per child: fresh pid and IPC namespaces (the child is pid 1 of its own, so
+everything it starts dies with it; SysV IPC objects it makes die with it too),
+the worker's memory cgroup, a new session, a chroot into its own scratch
+directory, the address-space and CPU rlimits of the job, an unprivileged uid,
+and the seccomp filter (compiled once by the worker, only loaded here).
 
 Without root, the zygote first enters an unprivileged user namespace (where the
 kernel allows one) and sets up the same layers inside it; children then keep the
-user's uid but lose every capability, and each still gets its own pid namespace.
+user's uid but lose every capability, and each still gets its own pid and IPC
+namespaces (from clone).
+
+A scratch dir that cannot be removed marks the zygote broken: it refuses every
+later spawn, and the worker is replaced.
 
 Zygote <-> worker: fixed-size struct messages over a SOCK_SEQPACKET socketpair
 (JSON only for the one-time hello). The worker creates each child's pipes and
