@@ -73,6 +73,7 @@ def known_judges() -> list[str]:
 def _builtins() -> None:
     """The shipped users and judges register when their modules load."""
     import capa_hf.simulator.judges  # noqa: F401
+    import capa_hf.simulator.llm_user  # noqa: F401
     import capa_hf.simulator.users  # noqa: F401
 
 

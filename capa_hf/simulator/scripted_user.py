@@ -57,20 +57,27 @@ class ScriptedUser:
         plan = plan_next(self.script.items, frozenset(self.revealed), assistant_reply,
                          after_failure=after_failure, has_failing_line=line is not None)
         self.plans.append(plan)
+        if plan.kind == "item":
+            self.revealed.append(plan.item_id)
+        message = self.express(plan, verdict)
+        self.said.append(message)
+        return message
+        yield  # pragma: no cover - makes this a generator without yielding
+
+    def express(self, plan: Plan, verdict: dict | None) -> str:
+        """The scripted wording of one plan (also what an LLM user falls back to)."""
+        after_failure = verdict is not None and verdict.get("status") != "passed"
         parts = []
         if after_failure:
             parts.append(self._rotate(self.script.failure_reactions, "reaction",
                                       error=failure_summary(verdict)))
         if plan.kind == "item":
-            self.revealed.append(plan.item_id)
             parts.append(self.script.clarifications[plan.item_id])
         elif plan.kind == "failing_check":
-            parts.append(self._rotate(self.script.failing_check, "check", line=line))
+            parts.append(self._rotate(self.script.failing_check, "check", line=failing_line(verdict)))
         else:
             parts.append(self._rotate(self.script.nothing_left, "nothing"))
         message = " ".join(p.strip() for p in parts if p.strip())
         if message in self.said:  # last resort; keeps the promise never to repeat a message
             message = f"{message} (turn {len(self.said) + 2})"
-        self.said.append(message)
         return message
-        yield  # pragma: no cover - makes this a generator without yielding

@@ -29,6 +29,7 @@ class UserBrief:
     user_lines: Mapping
     reference: str = ""           # the variant's reference code (an LLM planner's ground truth)
     task_prompt: str = ""
+    initial_request: str = ""     # the user's own first message (an LLM user's first commitment)
 
 
 def planner_items(brief: UserBrief) -> tuple[PlannerItem, ...]:

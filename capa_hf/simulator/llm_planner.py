@@ -1,0 +1,130 @@
+"""What the LLM user's two agents are shown, and how the planner's answer is checked. Pure.
+
+The planner sees the ground truth (task, the variant's reference, every hidden item with its
+clarification and whether it was said) and the conversation, and answers
+`{"clarification_needed": bool, "focus": <hidden item id> | "failing_test" | null, "rationale": str}`.
+The expression agent sees the persona profile, the user's own earlier messages, and what to
+convey this turn (the focus's clarification, the failing check, or that nothing is left).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from capa_hf.prompts import fill, prompt_text
+from capa_hf.schema import Persona
+from capa_hf.simulator.planner import Plan
+from capa_hf.simulator.users import UserBrief
+from capa_hf.simulator.verdicts import failing_line, failure_summary
+
+FAILING_TEST = "failing_test"
+MAX_MESSAGE_CHARS = 1500        # a long assistant message (code) is cut in the planner's view
+
+
+def persona_profile(persona: Persona) -> str:
+    t = persona.traits
+    return "\n".join([f"Who you are: {persona.name}. {' '.join(persona.summary.split())}",
+                      f"Expertise: {t.expertise}", f"Background: {t.background}", f"Tone: {t.tone}",
+                      f"Length of your messages: {t.verbosity}", f"Mood: {t.emotional_state}",
+                      f"When code fails: {' '.join(t.failure_style.split())}"])
+
+
+def _cut(text: str, n: int = MAX_MESSAGE_CHARS) -> str:
+    return text if len(text) <= n else text[:n] + " [...]"
+
+
+def render_conversation(dialogue: Sequence[dict]) -> str:
+    return "\n\n".join(f"{m['role'].upper()}: {_cut(m['content'])}" for m in dialogue) or "(nothing yet)"
+
+
+def test_result(verdict: dict | None) -> str:
+    if verdict is None:
+        return "it held no code, so nothing ran"
+    if verdict.get("status") == "passed":
+        return "its code passed the tests"
+    line = failing_line(verdict)
+    return f"its code failed the tests: {failure_summary(verdict)}" + (f" (failing check: {line})" if line else "")
+
+
+def allowed_focus(brief: UserBrief, verdict: dict | None) -> list[str]:
+    """The planner's legal focus values, null aside."""
+    out = [h.id for h in brief.hidden_items]
+    if failing_line(verdict) is not None:
+        out.append(FAILING_TEST)
+    return out
+
+
+def planner_messages(brief: UserBrief, dialogue: Sequence[dict], revealed: Sequence[str],
+                     verdict: dict | None) -> list[dict]:
+    items = "\n".join(
+        f"- {h.id} ({h.kind} item, {'already said' if h.id in revealed else 'not said yet'}): {h.clarification}"
+        for h in brief.hidden_items)
+    allowed = ", ".join(f'"{a}"' for a in allowed_focus(brief, verdict)) + ", or null"
+    turn = fill("llm_user_planner_turn", task=brief.task_prompt.strip() or "(not given)",
+                reference=brief.reference.strip() or "(not given)", items=items,
+                conversation=render_conversation(dialogue), test_result=test_result(verdict), allowed=allowed)
+    return [{"role": "system", "content": prompt_text("llm_user_planner")}, {"role": "user", "content": turn}]
+
+
+def validate_plan(value: dict, allowed: Sequence[str]) -> str | None:
+    """None when the planner's answer is usable, else what is wrong with it."""
+    need = value.get("clarification_needed")
+    if not isinstance(need, bool):
+        return f'"clarification_needed" must be true or false, got {need!r}'
+    if "focus" not in value:
+        return 'the object has no "focus" field'
+    focus = value["focus"]
+    if not need:
+        return None if focus is None else f'"focus" must be null when clarification_needed is false, got {focus!r}'
+    if focus not in allowed:
+        return f'"focus" must be one of {", ".join(allowed)} (or null with clarification_needed false), got {focus!r}'
+    rationale = value.get("rationale", "")
+    return None if isinstance(rationale, str) else f'"rationale" must be a string, got {rationale!r}'
+
+
+def plan_of(value: dict) -> Plan:
+    """The planner's (validated) answer as a Plan like the scripted planner's."""
+    focus = value.get("focus") if value.get("clarification_needed") else None
+    reason = str(value.get("rationale", ""))[:300]
+    if focus is None:
+        return Plan("nothing_left", reason=reason)
+    if focus == FAILING_TEST:
+        return Plan("failing_check", reason=reason)
+    return Plan("item", focus, reason=reason)
+
+
+def focus_of(plan: Plan) -> str | None:
+    return plan.item_id if plan.kind == "item" else (FAILING_TEST if plan.kind == "failing_check" else None)
+
+
+def convey_text(brief: UserBrief, plan: Plan, verdict: dict | None) -> str:
+    """What the expression agent must get across this turn."""
+    failed = verdict is not None and verdict.get("status") != "passed"
+    reaction = fill("llm_user_convey_failure", error=failure_summary(verdict)) if failed else ""
+    if plan.kind == "item":
+        clar = next(h.clarification for h in brief.hidden_items if h.id == plan.item_id)
+        text = fill("llm_user_convey_item", reaction=reaction, clarification=clar)
+    elif plan.kind == "failing_check":
+        text = fill("llm_user_convey_failing", reaction=reaction, line=failing_line(verdict) or "")
+    else:
+        text = fill("llm_user_convey_nothing", reaction=reaction)
+    return text.strip()
+
+
+def expression_messages(brief: UserBrief, assistant_reply: str, said: Sequence[str], convey: str) -> list[dict]:
+    earlier = "\n".join(f"{i}. {m}" for i, m in enumerate(said, 1)) or "(nothing yet)"
+    turn = fill("llm_user_expression_turn", assistant=_cut(assistant_reply.strip()) or "(empty)",
+                earlier=earlier, convey=convey)
+    return [{"role": "system", "content": fill("llm_user_expression", profile=persona_profile(brief.persona))},
+            {"role": "user", "content": turn}]
+
+
+def clean_message(text: str) -> str:
+    """The message as a user would send it: no surrounding quotes or a leading role label."""
+    s = (text or "").strip()
+    for label in ("user:", "me:", "message:", "my message:", "next message:", "you:"):
+        if s.lower().startswith(label):
+            s = s[len(label):].strip()
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "\"'":
+        s = s[1:-1].strip()
+    return s
