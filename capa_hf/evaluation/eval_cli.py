@@ -31,7 +31,14 @@ def add_eval_arguments(e) -> None:
     e.add_argument("--min-p", type=float, default=None)
     e.add_argument("--max-errors", type=int, default=None,
                    help="abort after this many sessions the engine cannot finish (default 5%% of the sessions)")
-    e.add_argument("--user", default="scripted", help="simulated user: scripted, or llm:<engine spec>")
+    e.add_argument("--user", default="scripted", help="simulated user: scripted, or llm:<engine spec> "
+                                                      "(the paper's planner + expression agent)")
+    e.add_argument("--user-engine-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="option of the LLM user's engine, repeatable, typed like --engine-arg")
+    e.add_argument("--veto", default=None, help="llm:<engine spec>: after a pass, an LLM compares the code with the "
+                                                "reference and may veto the pass (never grant one)")
+    e.add_argument("--veto-engine-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="option of the veto's engine, repeatable, typed like --engine-arg")
     e.add_argument("--out", required=True)
     e.add_argument("--no-progress", action="store_true")
 
@@ -43,10 +50,13 @@ def config_from_args(args):
     from capa_hf.evaluation.config import EvalConfig
     from capa_hf.presets import apply_preset, resolve_preset
 
-    try:
-        engine_args = parse_engine_args(args.engine_arg)
-    except ValueError as exc:
-        raise CapaError(f"--engine-arg: {exc}") from None
+    parsed = {}
+    for flag in ("engine_arg", "user_engine_arg", "veto_engine_arg"):
+        try:
+            parsed[flag] = parse_engine_args(getattr(args, flag, None) or [])
+        except ValueError as exc:
+            raise CapaError(f"--{flag.replace('_', '-')}: {exc}") from None
+    engine_args = parsed["engine_arg"]
     preset = resolve_preset(args.preset) if args.preset else None
     resolved = apply_preset(preset, model=args.model, engine_args=engine_args,
                             sampling={"temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
@@ -63,7 +73,8 @@ def config_from_args(args):
                       max_tokens=resolved.max_tokens or EVAL_MAX_TOKENS,
                       temperature=s.get("temperature", 0.0) if s.get("temperature") is not None else 0.0,
                       top_p=s.get("top_p"), top_k=s.get("top_k"), min_p=s.get("min_p"), user=args.user,
-                      engine_args=dict(resolved.engine), preset=resolved.preset, max_errors=args.max_errors)
+                      user_engine_args=parsed["user_engine_arg"], veto=getattr(args, "veto", None),
+                      veto_engine_args=parsed["veto_engine_arg"], engine_args=dict(resolved.engine), preset=resolved.preset, max_errors=args.max_errors)
 
 
 def eval_cli(args) -> int:

@@ -75,7 +75,8 @@ def brief(target: Session, data: LoadedDataset, user_lines: dict) -> UserBrief:
     return UserBrief(session_id=target.session_id, hidden_items=target.hidden_items,
                      keypoints={k.id: k for k in data.contents[target.task_id].keypoints},
                      dimensions=data.dimensions, persona=data.personas[target.persona_id], user_lines=user_lines,
-                     reference=data.problem(target).reference, task_prompt=data.tasks[target.task_id].prompt)
+                     reference=data.problem(target).reference, task_prompt=data.tasks[target.task_id].prompt,
+                     initial_request=target.initial_request)
 
 
 def session_facts(t: Session, config: EvalConfig, context: dict) -> dict:
@@ -89,22 +90,37 @@ def session_facts(t: Session, config: EvalConfig, context: dict) -> dict:
             **{k: v for k, v in context.items() if k not in ("text", "sources")}}
 
 
-def role_engines(config: EvalConfig) -> dict:
+def role_engines(config: EvalConfig, skip: set[str] = frozenset()) -> dict:
     """Engines for the other model roles of an episode: an LLM simulated user (`user`), an LLM
     veto (`veto`). Each is its own engine, batched by the driver in its own role."""
     out = {}
-    if config.user.startswith("llm:"):
+    if config.user.startswith("llm:") and "user" not in skip:
         out["user"] = _make_engine(config.user[4:], dict(config.user_engine_args))
-    if config.veto:
-        if not config.veto.startswith("llm:"):
-            raise CapaError(f"--veto {config.veto!r}: expected llm:<engine spec>")
+    if config.veto and not config.veto.startswith("llm:"):
+        raise CapaError(f"--veto {config.veto!r}: expected llm:<engine spec>")
+    if config.veto and "veto" not in skip:
         out["veto"] = _make_engine(config.veto[4:], dict(config.veto_engine_args))
     return out
 
 
 def user_options(config: EvalConfig) -> dict:
     """What the simulated user's factory gets besides the session brief."""
-    return {"role": "user"} if config.user.startswith("llm:") else {}
+    return {"role": "user", "seed": config.seed} if config.user.startswith("llm:") else {}
+
+
+def make_judge(config: EvalConfig):
+    """The configured judge, wrapped by the LLM veto when `config.veto` is set."""
+    for flag, value in (("--user", config.user), ("--veto", config.veto or "")):
+        if value.split(":", 1)[0] == "llm" and not value[4:].strip():
+            raise CapaError(f"{flag} {value!r}: expected llm:<engine spec>, e.g. llm:llamacpp")
+    if config.veto and not config.veto.startswith("llm:"):
+        raise CapaError(f"--veto {config.veto!r}: expected llm:<engine spec>")
+    judge = make_judge(config)
+    if config.veto:
+        from capa_hf.simulator.veto import VetoJudge
+
+        judge = VetoJudge(judge, seed=config.seed)
+    return judge
 
 
 def run_config(config: EvalConfig, engine: Any, data: LoadedDataset, n_targets: int) -> dict:
@@ -115,8 +131,10 @@ def run_config(config: EvalConfig, engine: Any, data: LoadedDataset, n_targets: 
 
 
 def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool = True,
-             data: LoadedDataset | None = None) -> dict:
-    """Run (or resume) an evaluation. `engine` overrides building one from `config.model`."""
+             data: LoadedDataset | None = None, role_engine_overrides: dict | None = None) -> dict:
+    """Run (or resume) an evaluation. `engine` overrides building one from `config.model`;
+    `role_engine_overrides` ({"user": ..., "veto": ...}) the engines of the other roles (an
+    engine object shared by several roles is batched once)."""
     if config.samples < 1:
         raise CapaError(f"--samples must be >= 1, got {config.samples}")
     user_factory(config.user)                      # refuses an unknown user before any work
@@ -148,7 +166,8 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
     t0 = time.perf_counter()
     incomplete = []
     meta = {f"{t.session_id}#{trial}": (t, trial) for t, trial in jobs}
-    engines = {"assistant": engine, **role_engines(config)}
+    overrides = dict(role_engine_overrides or {})
+    engines = {"assistant": engine, **role_engines(config, skip=set(overrides)), **overrides}
     try:
         with CompletionCache(str(out / "cache.sqlite")) as cache, open(results_path, "a", encoding="utf-8") as fh:
             env = ConditionEnv(out=out, cache=cache, assistant=engine, make_engine=_make_engine, seed=config.seed,
@@ -220,7 +239,25 @@ def write_summary(out: Path, config: EvalConfig, targets: list[Session], stats, 
     summary = {"config": config.to_dict(), "n_sessions": len(scored), "n_incomplete": len(broken),
                "incomplete": [{"session": record_key(r), "error": _error_text(r)[:300]} for r in broken],
                "wall_s": round(wall_s, 2), "resumed": resumed, "usage": stats.to_dict(), "sandbox": sandbox_info,
-               **summarize(scored, max_turns=config.max_turns, seed=config.seed)}
+               **summarize(scored, max_turns=config.max_turns, seed=config.seed), **llm_role_summary(config, scored)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     (out / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
     return summary
+
+
+def llm_role_summary(config: EvalConfig, scored: list[dict]) -> dict:
+    """The LLM user's fallbacks per 100 turns; the veto's counts and reasons, with ES, FT-ES and
+    TTC as scored (vetoes count as fails) and as they would be without the vetoes."""
+    out: dict = {}
+    if config.user.startswith("llm:"):
+        from capa_hf.simulator.llm_user import fallback_counts
+
+        out["llm_user"] = fallback_counts(scored)
+    if config.veto:
+        from capa_hf.evaluation.metrics import metric_block
+        from capa_hf.simulator.veto import veto_counts, without_vetoes
+
+        out["veto"] = {**veto_counts(scored),
+                       "with_vetoes": metric_block(scored, config.max_turns, seed=config.seed),
+                       "without_vetoes": metric_block(without_vetoes(scored), config.max_turns, seed=config.seed)}
+    return out

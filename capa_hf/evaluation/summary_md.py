@@ -53,12 +53,26 @@ def _trial_lines(summary: dict) -> list[str]:
     return ["", f"{t['trials']} trials per session: ES between-trial sd {100 * t['ES_between_trial_sd']:.1f} pp; {ks}."]
 
 
+def _llm_role_lines(summary: dict) -> list[str]:
+    lines = []
+    u = summary.get("llm_user")
+    if u and u.get("turns"):
+        lines += ["", f"LLM user: {u['turns']} turns; fallbacks per 100 turns: planner "
+                      f"{u['planner_fallbacks_per_100_turns']:.1f}, expression {u['expression_fallbacks_per_100_turns']:.1f}."]
+    v = summary.get("veto")
+    if v:
+        lines += ["", f"Veto: {v['vetoed']} of {v['passes_assessed']} passes vetoed ({v['invalid_answers']} unusable "
+                      f"answers); ES {fmt(v['with_vetoes'], 'ES', True)} with vetoes, "
+                      f"{fmt(v['without_vetoes'], 'ES', True)} without."]
+    return lines
+
+
 def summary_markdown(summary: dict) -> str:
     cfg = summary["config"]
     lines = [f"# {cfg['model']} / condition `{cfg['condition']}`", "",
              f"{summary['n_sessions']} scored {cfg.get('split', 'heldout')} sessions, "
              f"wall {summary['wall_s']} s (resumed {summary['resumed']}).",
-             *_incomplete_lines(summary), *_sandbox_lines(summary), *_trial_lines(summary), "", HEADER,
+             *_incomplete_lines(summary), *_sandbox_lines(summary), *_trial_lines(summary), *_llm_role_lines(summary), "", HEADER,
              row("overall", summary["overall"])]
     for key, title in GROUPS:
         if summary.get(key):

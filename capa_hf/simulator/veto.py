@@ -1,0 +1,96 @@
+"""The judge's veto (`capa eval --veto llm:<engine spec>`): an LLM may veto a pass, never grant one.
+
+`VetoJudge` wraps another judge (the sandbox). A submission that fails there is returned as it
+is, with no model call. After a pass, one call in the "veto" driver role asks whether the code
+agrees in behaviour with the variant's reference (`capa_hf/prompts/veto_*.md`). A "no" turns the
+verdict's status into `vetoed` (the session goes on as after a failure; the sandbox's own status
+stays in `sandbox_status`). Every judged pass carries `veto: {"vetoed", "reason", "valid"}`. An
+answer that is not usable JSON is asked for once more; if still unusable, the pass stands
+(`valid: false`, counted): a veto must be an explicit judgement. An engine error raises, so the
+session is recorded incomplete and retried by a rerun.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generator, Iterable
+
+from runners.driver import Call
+from runners.types import Sampling, derive_seed
+
+from capa_hf.prompts import fill, prompt_text
+from capa_hf.simulator.extraction import Submission
+from capa_hf.simulator.llm_json import ask_json, reason_of, strict_bool
+from capa_hf.simulator.problem import Problem
+from capa_hf.simulator.protocols import Judge
+
+VETOED = "vetoed"
+VETO_MAX_TOKENS = 200
+KEY = "functionally_equivalent"
+
+
+def veto_messages(submission: Submission, problem: Problem) -> list[dict]:
+    turn = fill("veto_turn", task=problem.prelude.strip() or "(not given)", reference=problem.reference.strip(),
+                candidate=submission.candidate, code=submission.code.strip())
+    return [{"role": "system", "content": prompt_text("veto_system")}, {"role": "user", "content": turn}]
+
+
+@dataclass
+class VetoJudge:
+    inner: Judge
+    role: str = "veto"
+    seed: int | None = 0
+    max_tokens: int = VETO_MAX_TOKENS
+    name: str = "sandbox+veto"
+
+    def judge(self, submission: Submission, problem: Problem) -> Generator[Call, Any, dict]:
+        verdict = yield from self.inner.judge(submission, problem)
+        if verdict.get("status") != "passed":
+            return verdict
+        seed = None if self.seed is None else derive_seed(self.seed, problem.variant_id, submission.code)
+        call = Call(role=self.role, messages=veto_messages(submission, problem),
+                    sampling=Sampling(temperature=0.0, max_tokens=self.max_tokens, seed=seed))
+        answer = yield from ask_json(call, lambda v: strict_bool(v, KEY), f"veto of {problem.variant_id}")
+        if not answer.ok:
+            return {**verdict, "veto": {"vetoed": False, "valid": False, "reason": "no usable answer; the pass stands",
+                                        "attempts": answer.attempts}}
+        vetoed = answer.value[KEY] is False
+        info = {"vetoed": vetoed, "valid": True, "reason": reason_of(answer.value), "attempts": answer.attempts}
+        if not vetoed:
+            return {**verdict, "veto": info}
+        return {**verdict, "status": VETOED, "sandbox_status": "passed", "veto": info}
+
+    def describe(self) -> dict | None:
+        inner = self.inner.describe()
+        return None if inner is None else dict(inner)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def without_vetoes(records: Iterable[dict]) -> list[dict]:
+    """The records as they would be scored if no pass had been vetoed: a vetoed submission
+    counts as the pass the sandbox gave it (the session would have ended there)."""
+    out = []
+    for rec in records:
+        subs = [{**s, "verdict": {**s["verdict"], "status": "passed"}} if s.get("verdict", {}).get("status") == VETOED
+                else s for s in rec.get("submissions", [])]
+        out.append({**rec, "submissions": subs})
+    return out
+
+
+def veto_counts(records: Iterable[dict]) -> dict:
+    """How many passes the veto assessed, vetoed, and could not assess; the vetoes' reasons."""
+    assessed = vetoed = invalid = 0
+    reasons = []
+    for rec in records:
+        for s in rec.get("submissions", []):
+            v = s.get("verdict", {}).get("veto")
+            if not v:
+                continue
+            assessed += 1
+            invalid += not v.get("valid", True)
+            if v.get("vetoed"):
+                vetoed += 1
+                reasons.append({"session": rec.get("session_id"), "turn": s.get("turn"), "reason": v.get("reason", "")})
+    return {"passes_assessed": assessed, "vetoed": vetoed, "invalid_answers": invalid, "vetoes": reasons}

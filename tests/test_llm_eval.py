@@ -1,0 +1,156 @@
+"""The LLM roles through `run_eval`: an LLM user and a veto, each its own engine in its own driver
+role, played by scripted engines with fixed JSON. Transcripts, logs and metrics are exact."""
+
+import json
+
+import pytest
+from runners.scripted import ScriptedEngine
+
+from capa_hf.cli import main
+from capa_hf.errors import CapaError
+from capa_hf.evaluation.run import EvalConfig, run_eval
+from capa_hf.simulator.veto import without_vetoes
+from tests.llm_fakes import SESSION, is_planner, plan_json
+
+CELL = "C01"
+QUESTION = "Quick check before I code: what are the inputs and the output?"
+
+
+def assistant(data, first="ask", tag_second=False):
+    """Asks (or submits the reference) first, then submits the session variant's reference."""
+    by_request = {s.initial_request: s for s in data.heldout.values()}
+
+    def reply(messages):
+        users = [m["content"] for m in messages if m["role"] == "user"]
+        code = data.problem(by_request[users[0]]).reference
+        n = sum(1 for m in messages if m["role"] == "assistant")
+        if n == 0 and first == "ask":
+            return QUESTION
+        if n == 0 and first == "wrong":
+            return "```python\ndef guess(*a):\n    return None\n```"
+        mark = "\nSECOND_ATTEMPT = True" if (tag_second and n > 0) else ""
+        return f"Here:\n```python\n{code}{mark}\n```"
+    return ScriptedEngine(fn=reply, model=f"assistant-{first}")
+
+
+def llm_user_engine(data, planner_by_session, default):
+    """Planner: a fixed reply per session (found by its initial request); expression: a fixed line."""
+    requests = {data.heldout[sid].initial_request: text for sid, text in planner_by_session.items()}
+
+    def reply(req):
+        msgs = req.message_dicts()
+        if is_planner(msgs):
+            return next((text for r, text in requests.items() if r in msgs[1]["content"]), default)
+        return "Whole numbers in, a plain yes or no back."
+    return ScriptedEngine(request_fn=reply, model="llm-user")
+
+
+def records(path):
+    return [json.loads(line) for line in (path / "sessions.jsonl").read_text().splitlines()]
+
+
+def test_llm_user_plays_in_its_own_role(tmp_path, capa_data):
+    engine, user = assistant(capa_data), llm_user_engine(capa_data, {SESSION: plan_json("h1")}, "garbage")
+    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=2, user="llm:scripted")
+    summary = run_eval(cfg, tmp_path / "run", engine=engine, progress=False, data=capa_data,
+                       role_engine_overrides={"user": user})
+    recs = {r["session_id"]: r for r in records(tmp_path / "run")}
+    first = recs[SESSION]
+    assert first["turns"][2]["content"] == "Whole numbers in, a plain yes or no back."
+    assert first["solved"] and first["success_turn"] == 2 and first["revealed"] == ["h1"]
+    assert first["user_log"][0]["planner"]["json"] == json.loads(plan_json("h1"))
+    assert len(user.seen) == (1 + 1) + (2 + 1) and all(r.messages[0][0] == "system" for r in user.seen)
+    # the second session's planner answered garbage twice: the scripted planner's choice, counted
+    other = next(r for sid, r in recs.items() if sid != SESSION)
+    assert other["user_log"][0]["planner"]["fallback"]
+    u = summary["llm_user"]
+    assert u["turns"] == 2 and u["planner_fallbacks"] == 1 and u["planner_fallbacks_per_100_turns"] == 50.0
+    assert u["expression_fallbacks"] == 0
+    assert "fallbacks per 100 turns: planner 50.0, expression 0.0" in (tmp_path / "run" / "summary.md").read_text()
+    # the model under test never saw a planner prompt; the user engine never saw the assistant's system prompt
+    assert not any(is_planner(r.message_dicts()) for r in engine.seen)
+
+
+def veto_engine(veto_unless=None):
+    """Vetoes every pass, or every pass whose code lacks `veto_unless`."""
+    def reply(req):
+        code = req.messages[-1][1]
+        agree = veto_unless is not None and veto_unless in code
+        return json.dumps({"functionally_equivalent": agree, "reason": "agrees" if agree else "differs on []"})
+    return ScriptedEngine(request_fn=reply, model="veto")
+
+
+def test_a_veto_turns_a_pass_into_a_fail_and_es_is_reported_both_ways(tmp_path, capa_data):
+    engine, veto = assistant(capa_data, first="reference", tag_second=True), veto_engine("SECOND_ATTEMPT")
+    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=2, veto="llm:scripted")
+    summary = run_eval(cfg, tmp_path / "run", engine=engine, progress=False, data=capa_data,
+                       role_engine_overrides={"veto": veto})
+    for rec in records(tmp_path / "run"):
+        first, second = rec["submissions"]
+        assert first["verdict"]["status"] == "vetoed" and first["verdict"]["sandbox_status"] == "passed"
+        assert first["verdict"]["veto"]["vetoed"] and first["verdict"]["veto"]["reason"] == "differs on []"
+        assert second["verdict"]["status"] == "passed" and not second["verdict"]["veto"]["vetoed"]
+        assert rec["success_turn"] == 2
+    v = summary["veto"]
+    assert v["passes_assessed"] == 4 and v["vetoed"] == 2 and v["invalid_answers"] == 0
+    assert v["with_vetoes"]["FT-ES"]["value"] == 0.0 and v["without_vetoes"]["FT-ES"]["value"] == 1.0
+    assert v["with_vetoes"]["TTC"]["value"] == 2.0 and v["without_vetoes"]["TTC"]["value"] == 1.0
+    assert summary["overall"]["FT-ES"]["value"] == 0.0          # as scored, a veto is a fail
+    assert "2 of 4 passes vetoed" in (tmp_path / "run" / "summary.md").read_text()
+
+
+def test_vetoing_every_pass_leaves_es_zero_and_without_vetoes_one(tmp_path, capa_data):
+    engine, veto = assistant(capa_data, first="reference"), veto_engine()
+    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=1, max_turns=2, veto="llm:scripted")
+    summary = run_eval(cfg, tmp_path / "run", engine=engine, progress=False, data=capa_data,
+                       role_engine_overrides={"veto": veto})
+    assert summary["overall"]["ES"]["value"] == 0.0
+    assert summary["veto"]["without_vetoes"]["ES"]["value"] == 1.0
+    assert [v["turn"] for v in summary["veto"]["vetoes"]] == [1, 2]
+
+
+def test_the_veto_is_never_asked_about_a_failing_submission(tmp_path, capa_data):
+    engine, veto = assistant(capa_data, first="wrong"), veto_engine("def ")
+    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=1, veto="llm:scripted")
+    run_eval(cfg, tmp_path / "run", engine=engine, progress=False, data=capa_data, role_engine_overrides={"veto": veto})
+    rec = records(tmp_path / "run")[0]
+    assert "veto" not in rec["submissions"][0]["verdict"] and rec["submissions"][1]["verdict"]["veto"]["valid"]
+    assert len(veto.seen) == 1
+
+
+def test_an_unusable_veto_answer_lets_the_pass_stand(tmp_path, capa_data):
+    engine = assistant(capa_data, first="reference")
+    veto = ScriptedEngine(default="I think it is fine?", model="veto")
+    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=1, veto="llm:scripted")
+    summary = run_eval(cfg, tmp_path / "run", engine=engine, progress=False, data=capa_data,
+                       role_engine_overrides={"veto": veto})
+    assert summary["overall"]["FT-ES"]["value"] == 1.0 and summary["veto"]["invalid_answers"] == 1
+    assert len(veto.seen) == 2                                   # asked once more before giving up
+
+
+def test_without_vetoes_only_flips_vetoed_verdicts():
+    rec = {"submissions": [{"turn": 1, "verdict": {"status": "failed"}}, {"turn": 2, "verdict": {"status": "vetoed"}}]}
+    assert [s["verdict"]["status"] for s in without_vetoes([rec])[0]["submissions"]] == ["failed", "passed"]
+    assert rec["submissions"][1]["verdict"]["status"] == "vetoed"      # the input is not changed
+
+
+@pytest.mark.parametrize("flag,value", [("user", "llm"), ("user", "llm:"), ("veto", "scripted"), ("veto", "llm:")])
+def test_llm_roles_without_an_engine_spec_are_refused(tmp_path, capa_data, flag, value):
+    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=1, **{flag: value})
+    with pytest.raises(CapaError, match="llm:<engine spec>"):
+        run_eval(cfg, tmp_path / "run", engine=assistant(capa_data), progress=False, data=capa_data)
+
+
+def test_cli_passes_role_engine_args(tmp_path, capsys, monkeypatch):
+    seen = {}
+
+    def fake_run_eval(config, out, progress=True, **kw):
+        seen["config"] = config
+        raise CapaError("stop here")
+    monkeypatch.setattr("capa_hf.evaluation.run.run_eval", fake_run_eval)
+    code = main(["eval", "--model", "scripted", "--user", "llm:llamacpp", "--user-engine-arg", "n_ctx=4096",
+                 "--veto", "llm:openai:m@http://x/v1", "--veto-engine-arg", "timeout=30", "--out", str(tmp_path / "r")])
+    assert code == 2 and "stop here" in capsys.readouterr().err
+    cfg = seen["config"]
+    assert cfg.user == "llm:llamacpp" and cfg.user_engine_args == {"n_ctx": 4096}
+    assert cfg.veto == "llm:openai:m@http://x/v1" and cfg.veto_engine_args == {"timeout": 30}
