@@ -51,6 +51,12 @@ def _cmd_build(args) -> int:
     return build_cli(args)
 
 
+def _cmd_extract_keypoints(args) -> int:
+    from capa_hf.keypoint_extraction import extract_cli
+
+    return extract_cli(args)
+
+
 def _cmd_validate(args) -> int:
     from capa_hf.dataset.validate import validate_folder
 
@@ -106,9 +112,26 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--version", default=None, help="dataset version (default: the pipeline version)")
     b.add_argument("--assistant", default=None,
                    help="runners engine spec that plays the assistant in Stage 2 (default: reference)")
-    b.add_argument("--cache", default=None, help="completion cache for --assistant (sqlite path)")
+    b.add_argument("--assistant-engine-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="option of the --assistant engine, repeatable, typed (e.g. tensor_parallel_size=4)")
+    b.add_argument("--realizer", default=None, help="llm:<engine spec>: a model writes the Stage 1 requests "
+                                                    "(default: the template realizer)")
+    b.add_argument("--consistency", default=None, help="llm:<engine spec>: a model checks each trace against its "
+                                                       "cell and the cell's previous trace (Stage 3)")
+    b.add_argument("--cache", default=None, help="completion cache for the build's engines (sqlite path)")
     b.add_argument("--quiet", action="store_true")
     b.set_defaults(func=_cmd_build)
+
+    x = sub.add_parser("extract-keypoints", help="draft keypoint YAML for new tasks with a model, validated")
+    x.add_argument("--engine", required=True, help="runners engine spec, e.g. vllm:Qwen/Qwen3-8B or llamacpp")
+    x.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE", help="engine option, repeatable")
+    x.add_argument("--source", required=True, help="JSONL of tasks: task_id, prompt, optional entry_point")
+    x.add_argument("--out", required=True, help="folder for the drafts and extraction_report.json")
+    x.add_argument("--limit", type=int, default=None, help="only the first N tasks")
+    x.add_argument("--max-tokens", type=int, default=1200)
+    x.add_argument("--cache", default=None, help="completion cache (sqlite path)")
+    x.add_argument("--no-progress", action="store_true")
+    x.set_defaults(func=_cmd_extract_keypoints)
 
     val = sub.add_parser("validate", help="check a built dataset folder (parquet, card, balance)")
     val.add_argument("path")

@@ -16,6 +16,7 @@ from capa_hf.dataset.card import render_card
 from capa_hf.dataset.features import LAYOUT
 from capa_hf.dataset.rows import cell_row, dimension_row, mechanism_row, persona_row, session_row, task_row
 from capa_hf.dataset.stats import dataset_stats
+from capa_hf.errors import CapaError
 from capa_hf.generation.pipeline import generate
 from capa_hf.humaneval import load_tasks
 from capa_hf.variants.catalog import VariantCatalog
@@ -40,13 +41,15 @@ def sha256(path: Path) -> str:
 
 
 def build_dataset(out: Path, seed: int = 0, version: str | None = None, engine=None, cache=None,
-                  progress: bool = True) -> dict:
+                  progress: bool = True, realizer=None, consistency=None) -> dict:
+    """`realizer` (default: the template realizer) writes the requests; `consistency` (an
+    LLMConsistency) adds Stage 3's LLM check; both are recorded in the card and `generator`."""
     version = version or PIPELINE_VERSION
     t0 = time.perf_counter()
     content = load_content()
     tasks = load_tasks()
     cells, sessions, stats, _traces = generate(seed=seed, engine=engine, cache=cache, progress=progress,
-                                               content=content)
+                                               content=content, realizer=realizer, consistency=consistency)
     catalog = VariantCatalog(tasks, content.variants, content.dimensions)
     rows = {
         ("default", "history"): [session_row(s) for s in sessions if s.split == "history"],
@@ -70,10 +73,14 @@ def build_dataset(out: Path, seed: int = 0, version: str | None = None, engine=N
     facts = dataset_stats(sessions, cells, {t: dict(s.dimensions) for t, s in content.variants.items()})
     assistant = "the reference assistant" if engine is None else \
         f"`{engine.name}:{engine.model}` (reference fallback when unresolved)"
+    writer = ("template realizer (curated keypoints, conventions, persona voice kits, discipline lexicons)"
+              if realizer is None or realizer.name == "template" else
+              f"requests written by `{realizer.name}` from the template's visible keypoints, persona and information "
+              f"controls (the template's request on a last attempt, counted below)")
+    checker = f", Stage 3 consistency checked by `{consistency.name}`" if consistency is not None else ""
     generation = (f"Version {version}, built by CAPA pipeline {PIPELINE_VERSION} with `capa build --seed {seed}`: "
-                  f"template realizer (curated keypoints, conventions, persona voice kits, discipline lexicons), "
-                  f"scripted simulated user, {assistant}, the sandbox running each variant's regenerated tests "
-                  f"as the judge.")
+                  f"{writer}, scripted simulated user, {assistant}, the sandbox running each variant's regenerated "
+                  f"tests as the judge{checker}.")
     stage3 = "\n".join(f"- {line.strip()}" for line in stats.lines())
     (out / "README.md").write_text(render_card(version, files, generation, stage3, facts), encoding="utf-8")
     manifest = {"name": "capa", "version": version, "pipeline_version": PIPELINE_VERSION, "seed": seed,
@@ -83,16 +90,54 @@ def build_dataset(out: Path, seed: int = 0, version: str | None = None, engine=N
             "stage3": stats.lines(), "version": version, "stats": facts}
 
 
+def _llm_spec(flag: str, value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not value.startswith("llm:") or not value[4:].strip():
+        raise CapaError(f"{flag} {value!r}: expected llm:<engine spec>, e.g. llm:vllm:Qwen/Qwen3-8B")
+    return value[4:]
+
+
 def build_cli(args) -> int:
-    engine = cache = None
-    if args.assistant:
+    from runners.options import parse_engine_args
+
+    engine = cache = realizer = consistency = None
+    realizer_spec = _llm_spec("--realizer", getattr(args, "realizer", None))
+    consistency_spec = _llm_spec("--consistency", getattr(args, "consistency", None))
+    try:
+        assistant_args = parse_engine_args(getattr(args, "assistant_engine_arg", None) or [])
+    except ValueError as exc:
+        raise CapaError(f"--assistant-engine-arg: {exc}") from None
+    if assistant_args and not args.assistant:
+        raise CapaError("--assistant-engine-arg needs --assistant")
+    if args.assistant or realizer_spec or consistency_spec:
         from runners import make_engine
         from runners.cache import CompletionCache
 
-        engine = make_engine(args.assistant)
+        engines: dict[str, object] = {}
+
+        def engine_for(spec: str, options: dict):
+            # one engine object per spec: a realizer or checker with the assistant's spec shares its engine
+            if spec not in engines:
+                try:
+                    engines[spec] = make_engine(spec, **options)
+                except (ValueError, TypeError) as exc:
+                    raise CapaError(f"engine {spec!r}: {exc}") from None
+            return engines[spec]
+
         cache = CompletionCache(args.cache or str(Path(args.out).with_suffix(".cache.sqlite")))
+        engine = engine_for(args.assistant, assistant_args) if args.assistant else None
+        if realizer_spec:
+            from capa_hf.generation.stage1_llm import LLMRealizer
+
+            realizer = LLMRealizer(engine_for(realizer_spec, {}), realizer_spec, cache=cache, progress=not args.quiet)
+        if consistency_spec:
+            from capa_hf.generation.stage3_llm import LLMConsistency
+
+            consistency = LLMConsistency(engine_for(consistency_spec, {}), consistency_spec, cache=cache,
+                                         seed=args.seed, progress=not args.quiet)
     info = build_dataset(Path(args.out), seed=args.seed, version=args.version, engine=engine, cache=cache,
-                         progress=not args.quiet)
+                         progress=not args.quiet, realizer=realizer, consistency=consistency)
     for line in info["stage3"]:
         print(line)
     for key, value in info["stats"].items():

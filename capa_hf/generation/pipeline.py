@@ -5,6 +5,9 @@ what is stated) and writes the requests (stage1_realize); Stage 2 plays every se
 the shared simulator (scripted user, sandbox judge on the session's variant tests) with the
 reference assistant or any runners engine (stage2_dialogue); Stage 3 checks each session
 against its cell and regenerates failures with the next attempt's seed (stage3_checks).
+With `--realizer llm:SPEC` a model writes the requests (stage1_llm) and with
+`--consistency llm:SPEC` a model compares each trace with its cell and the cell's previously
+accepted trace (stage3_llm); both are batched per attempt and counted in BuildStats.
 """
 
 from __future__ import annotations
@@ -22,10 +25,12 @@ from capa_hf.defaults import MAX_ATTEMPTS, STAGE2_MAX_TOKENS
 from capa_hf.design import default_design
 from capa_hf.errors import CapaError
 from capa_hf.generation.stage1_plan import CellMemory, SessionPlan, plan_session, remember, session_id
+from capa_hf.generation.stage1_llm import FALLBACK, check_llm_request, realizer_of
 from capa_hf.generation.stage1_realize import Realization, Realizer, RequestContext, TemplateRealizer
 from capa_hf.generation.stage2_dialogue import ReferenceAssistant, reference_script
 from capa_hf.generation.stage3_checks import (CHECKS, check_leaks, check_mechanisms, check_repeats,
                                               check_resolved, check_voice)
+from capa_hf.generation.stage3_llm import TraceToCheck, as_check, cell_config
 from capa_hf.humaneval import load_tasks
 from capa_hf.prompts import prompt_text
 from capa_hf.schema import Cell, GeneratorInfo, Session, Turn
@@ -57,11 +62,25 @@ class BuildStats:
     fallbacks: int = 0
     single_mechanism: int = 0                              # sessions where only one mechanism could act
     attempts: Counter = field(default_factory=Counter)     # accepted attempt -> sessions
+    realizer: str = "template"
+    realizer_fallbacks: int = 0                            # LLM requests replaced by the template's
+    consistency_by: str | None = None
+    consistency: Counter = field(default_factory=Counter)  # checked, consistent, inconsistent, invalid, kept
 
     def lines(self) -> list[str]:
-        out = [f"stage 3 {name:16} failures: {self.checks[name]}" for name in CHECKS]
+        names = CHECKS + (("llm_request",) if self.realizer != "template" else ()) + \
+            (("consistency",) if self.consistency_by else ())
+        out = [f"stage 3 {name:16} failures: {self.checks[name]}" for name in names]
         out.append(f"regenerated sessions: {self.regenerated}   fallbacks to reference: {self.fallbacks}")
         out.append(f"sessions with only one mechanism at work (design relaxation): {self.single_mechanism}")
+        if self.realizer != "template":
+            out.append(f"requests written by {self.realizer}; replaced by the template's on the last attempt: "
+                       f"{self.realizer_fallbacks}")
+        if self.consistency_by:
+            c = self.consistency
+            out.append(f"consistency check by {self.consistency_by}: {c['checked']} checks, {c['consistent']} "
+                       f"consistent, {c['inconsistent']} inconsistent (regenerated), {c['invalid']} unusable answers "
+                       f"(accepted), {c['kept']} kept after the last attempt")
         return out
 
 
@@ -108,16 +127,30 @@ def voice_slots(cells: list[Cell]) -> dict[str, int]:
     return out
 
 
-def stage1(cell: Cell, plan: SessionPlan, world: World, realizer: Realizer, seed: int, attempt: int,
-           slot: int) -> Draft:
+def request_context(cell: Cell, plan: SessionPlan, world: World, seed: int, attempt: int, slot: int) -> RequestContext:
     content = world.content
     tid = plan.task_id
     persona = content.personas[cell.persona_id]
-    ctx = RequestContext(cell=cell, persona=persona, lexicon=content.lexicons[persona.discipline],
-                         content=content.tasks[tid], source=content.variants.get(tid),
-                         dimensions=content.dimensions, plan=plan, phrases=world.phrases, seed=seed,
-                         attempt=attempt, voice_slot=slot)
-    return Draft(cell, plan, world.catalog.problem(tid, dict(plan.values)), realizer.realize(ctx), attempt)
+    return RequestContext(cell=cell, persona=persona, lexicon=content.lexicons[persona.discipline],
+                          content=content.tasks[tid], source=content.variants.get(tid),
+                          dimensions=content.dimensions, plan=plan, phrases=world.phrases, seed=seed,
+                          attempt=attempt, voice_slot=slot)
+
+
+def stage1(cell: Cell, plan: SessionPlan, world: World, realizer: Realizer, seed: int, attempt: int,
+           slot: int) -> Draft:
+    ctx = request_context(cell, plan, world, seed, attempt, slot)
+    return Draft(cell, plan, world.catalog.problem(plan.task_id, dict(plan.values)), realizer.realize(ctx), attempt)
+
+
+def stage1_all(pairs: list[tuple[Cell, SessionPlan, int]], world: World, realizer: Realizer, seed: int,
+               attempt: int) -> list[Draft]:
+    """Stage 1 for many sessions; a realizer with `realize_many` (an LLM) gets them as one batch."""
+    if not hasattr(realizer, "realize_many"):
+        return [stage1(c, p, world, realizer, seed, attempt, slot) for c, p, slot in pairs]
+    ctxs = [request_context(c, p, world, seed, attempt, slot) for c, p, slot in pairs]
+    return [Draft(c, p, world.catalog.problem(p.task_id, dict(p.values)), r, attempt)
+            for (c, p, _), r in zip(pairs, realizer.realize_many(ctxs))]
 
 
 def brief_for(d: Draft, world: World) -> UserBrief:
@@ -171,16 +204,18 @@ def stage3(d: Draft, result: dict, world: World) -> list:
     kps = {k.id: k for k in tc.keypoints}
     visible = [tc.gist] + [line for _, line in d.plan.visible] + list(d.realization.visible)
     req = d.realization.initial_request
+    llm = check_llm_request(d.realization)
     return [
         check_voice(req, content.personas[d.cell.persona_id]),
         check_mechanisms(d.realization.hidden_items, d.cell, allow_single=d.plan.single_mechanism),
         check_leaks(req, d.realization.hidden_items, kps, dict(d.plan.values), visible),
         check_repeats(req),
         check_resolved(bool(result["solved"])),
+        *([llm] if llm is not None else []),
     ]
 
 
-def to_session(d: Draft, result: dict, seed: int, assistant_name: str) -> Session:
+def to_session(d: Draft, result: dict, seed: int, assistant_name: str, realizer: str = "template") -> Session:
     history = d.cell.split_of(d.plan.position) == "history"
     return Session(
         session_id=d.session_id, cell_id=d.cell.cell_id, position=d.plan.position,
@@ -191,7 +226,7 @@ def to_session(d: Draft, result: dict, seed: int, assistant_name: str) -> Sessio
         # held-out rows ship no trace: its last code is the answer key
         turns=tuple(Turn(**t) for t in result["turns"]) if history else (),
         resolved=bool(result["solved"]), assistant_turns=result["assistant_turns"],
-        generator=GeneratorInfo(pipeline_version=PIPELINE_VERSION, realizer="template",
+        generator=GeneratorInfo(pipeline_version=PIPELINE_VERSION, realizer=realizer_of(d.realization, realizer),
                                 assistant="reference" if result.get("fallback") else assistant_name,
                                 user="scripted", seed=seed, attempt=d.attempt,
                                 fallback=bool(result.get("fallback"))),
@@ -200,14 +235,16 @@ def to_session(d: Draft, result: dict, seed: int, assistant_name: str) -> Sessio
 
 def generate(seed: int = 0, realizer: Realizer | None = None, engine: Any = None, cache=None,
              progress: bool = True, cells: list[Cell] | None = None,
-             content: Content | None = None) -> tuple[list[Cell], list[Session], BuildStats, dict]:
-    """Returns the cells, the 600 sessions, the Stage 3 counts and the Stage 2 results by session."""
+             content: Content | None = None, consistency=None) -> tuple[list[Cell], list[Session], BuildStats, dict]:
+    """Returns the cells, the 600 sessions, the Stage 3 counts and the Stage 2 results by session.
+    `consistency` (stage3_llm.LLMConsistency) adds the LLM consistency check after the others."""
     world = World.load(content)
     cells = cells if cells is not None else default_design(seed)
     realizer = realizer or TemplateRealizer()
     plans = plan_cells(cells, world, seed)
     slots = voice_slots(cells)
-    stats = BuildStats()
+    stats = BuildStats(realizer=realizer.name, consistency_by=consistency.name if consistency else None)
+    checked: dict[str, dict] = {}         # cell id -> position -> TraceToCheck of accepted sessions
     accepted: dict[str, Session] = {}
     traces: dict[str, dict] = {}
     by_id = {session_id(c, p): c for c in cells for p in range(1, len(c.task_ids) + 1)}
@@ -218,12 +255,16 @@ def generate(seed: int = 0, realizer: Realizer | None = None, engine: Any = None
         for attempt in range(MAX_ATTEMPTS):
             if not pending:
                 break
-            drafts = [stage1(by_id[sid], plans[sid], world, realizer, seed, attempt, slots[sid]) for sid in pending]
+            drafts = stage1_all([(by_id[sid], plans[sid], slots[sid]) for sid in pending], world, realizer, seed,
+                                attempt)
             results = stage2(drafts, world, judge, seed, engine=engine, cache=cache, progress=progress)
+            failures = {d.session_id: [r for r in stage3(d, results[d.session_id], world) if not r.ok] for d in drafts}
+            if consistency is not None:
+                _consistency(drafts, results, failures, world, consistency, checked, stats, attempt)
             retry = []
             for d in drafts:
                 res = results[d.session_id]
-                failed = [r for r in stage3(d, res, world) if not r.ok]
+                failed = failures[d.session_id]
                 for r in failed:
                     stats.checks[r.name] += 1
                 if failed and attempt + 1 < MAX_ATTEMPTS:
@@ -237,8 +278,11 @@ def generate(seed: int = 0, realizer: Realizer | None = None, engine: Any = None
                 stats.attempts[attempt] += 1
                 stats.fallbacks += bool(res.get("fallback"))
                 stats.single_mechanism += d.plan.single_mechanism
-                accepted[d.session_id] = to_session(d, res, seed, assistant_name)
+                stats.realizer_fallbacks += realizer_of(d.realization, "") == FALLBACK
+                accepted[d.session_id] = to_session(d, res, seed, assistant_name, realizer.name)
                 traces[d.session_id] = res
+                if consistency is not None:
+                    checked.setdefault(d.cell.cell_id, {})[d.plan.position] = _to_check(d, res, world)
             pending = retry
             if progress and retry:
                 print(f"stage 3: regenerating {len(retry)} sessions (attempt {attempt + 2})", file=sys.stderr)
@@ -247,3 +291,29 @@ def generate(seed: int = 0, realizer: Realizer | None = None, engine: Any = None
                         "content they name):\n" + "\n".join(stuck))
     sessions = [accepted[sid] for sid in by_id]
     return cells, sessions, stats, traces
+
+
+def _to_check(d: Draft, result: dict, world: World) -> TraceToCheck:
+    content = world.content
+    config = cell_config(d.cell, content.personas[d.cell.persona_id], content.mechanisms, dict(d.plan.values),
+                         {k: v.name for k, v in content.dimensions.items()})
+    return TraceToCheck(d.session_id, d.cell.cell_id, d.plan.position, config, tuple(result["turns"]))
+
+
+def _consistency(drafts: list[Draft], results: dict, failures: dict, world: World, checker, checked: dict,
+                 stats: BuildStats, attempt: int) -> None:
+    """The LLM consistency check on the drafts that passed every other check; a "no" is a
+    failure (regenerated), except on the last attempt, where the session is kept and counted."""
+    todo = [d for d in drafts if not failures[d.session_id]]
+    verdicts = checker.check([_to_check(d, results[d.session_id], world) for d in todo], checked, attempt)
+    for d in todo:
+        v = verdicts[d.session_id]
+        results[d.session_id]["consistency"] = {k: v[k] for k in ("consistent", "reason", "valid", "previous")}
+        stats.consistency["checked"] += 1
+        stats.consistency["invalid" if v["consistent"] is None else
+                          "consistent" if v["consistent"] else "inconsistent"] += 1
+        if v["consistent"] is False:
+            if attempt + 1 < MAX_ATTEMPTS:
+                failures[d.session_id].append(as_check(v))
+            else:
+                stats.consistency["kept"] += 1

@@ -23,7 +23,7 @@ MAX_MESSAGE_CHARS = 1500        # a long assistant message (code) is cut in the 
 
 def persona_profile(persona: Persona) -> str:
     t = persona.traits
-    return "\n".join([f"Who you are: {persona.name}. {' '.join(persona.summary.split())}",
+    return "\n".join([f"Person: {persona.name}. {' '.join(persona.summary.split())}",
                       f"Expertise: {t.expertise}", f"Background: {t.background}", f"Tone: {t.tone}",
                       f"Length of your messages: {t.verbosity}", f"Mood: {t.emotional_state}",
                       f"When code fails: {' '.join(t.failure_style.split())}"])
