@@ -141,3 +141,24 @@ def test_a_separate_gate_model(capa_data, tmp_path):
     env = ConditionEnv(out=tmp_path, assistant=object(), make_engine=make, options={"gate_model": "scripted:judge"})
     ctx = get_condition("gate").contexts(targets[:1], capa_data, env)
     assert built["spec"] == "scripted:judge" and ctx[targets[0].session_id]["gate"]["model"] == "scripted:judge-7b"
+
+
+def test_a_gate_run_records_verdicts_and_summarises_them(capa_data, tmp_path):
+    from capa_hf.evaluation.config import EvalConfig
+    from capa_hf.evaluation.records import RESULTS, read_records
+    from capa_hf.evaluation.run import run_eval
+
+    def reply(msgs):
+        if msgs[0]["content"].startswith("You review a user's past coding sessions"):    # the gate
+            return '{"sufficient": true, "session": 4, "guidance": "same habit"}'
+        return "Which order should the result be in?"                                    # the assistant
+
+    engine = ScriptedEngine(fn=reply)
+    summary = run_eval(EvalConfig(model="scripted", condition="gate", cells=("C01",), limit=2, max_turns=1),
+                       tmp_path / "run", engine=engine, progress=False, data=capa_data)
+    recs = list(read_records(tmp_path / "run" / RESULTS).values())
+    assert len(recs) == 2 and all(r["gate"]["session"] == 4 and r["context_sources"] == ["C01-S04"] for r in recs)
+    assert all("Why this session: same habit" in r["digest"] for r in recs)
+    assert summary["condition_stats"]["gate"]["sufficient_rate"] == 1.0
+    md = (tmp_path / "run" / "summary.md").read_text()
+    assert "Gate: sufficient 2/2 (100%)" in md

@@ -16,6 +16,13 @@ def add_eval_arguments(e) -> None:
     e.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="engine option, repeatable; typed: int, float, bool, JSON (e.g. tensor_parallel_size=4)")
     e.add_argument("--condition", default="none", help="none | same-user | shuffled | conflicting | gate | mem0 | amem")
+    e.add_argument("--gate-model", default=None, metavar="SPEC",
+                   help="gate condition: the gate's engine spec (default: the model under test)")
+    e.add_argument("--memory-llm", default=None, metavar="SPEC",
+                   help="mem0/amem: openai:<model>@<url>, a URL, or llamacpp[:<model>] (default: the embedded "
+                        "model, served by llama.cpp's server for the run)")
+    e.add_argument("--condition-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="condition option, repeatable, typed like --engine-arg (e.g. memory_scope=session)")
     e.add_argument("--dataset", default=None, help="dataset folder or Hub id (default: the committed dist/capa)")
     e.add_argument("--revision", default=None, help="Hub revision or tag of --dataset, e.g. v0.2.0")
     e.add_argument("--split", default="heldout", help="heldout (default) or history")
@@ -67,7 +74,8 @@ def config_from_args(args):
     if not resolved.model:
         raise CapaError("--model is required (or a --preset that names one)")
     s = resolved.sampling
-    return EvalConfig(model=resolved.model, condition=args.condition, dataset=args.dataset, revision=args.revision,
+    return EvalConfig(model=resolved.model, condition=args.condition, condition_args=condition_args_from(args),
+                      dataset=args.dataset, revision=args.revision,
                       split=args.split, cells=tuple(args.cells) if args.cells else None, limit=args.limit,
                       seed=args.seed, samples=args.samples, max_turns=args.max_turns,
                       max_tokens=resolved.max_tokens or EVAL_MAX_TOKENS,
@@ -75,6 +83,20 @@ def config_from_args(args):
                       top_p=s.get("top_p"), top_k=s.get("top_k"), min_p=s.get("min_p"), user=args.user,
                       user_engine_args=parsed["user_engine_arg"], veto=getattr(args, "veto", None),
                       veto_engine_args=parsed["veto_engine_arg"], engine_args=dict(resolved.engine), preset=resolved.preset, max_errors=args.max_errors)
+
+
+def condition_args_from(args) -> dict:
+    """--condition-arg KEY=VALUE pairs, with --gate-model and --memory-llm as gate_model and memory_llm."""
+    from runners.options import parse_engine_args
+
+    try:
+        out = parse_engine_args(getattr(args, "condition_arg", None) or [])
+    except ValueError as exc:
+        raise CapaError(f"--condition-arg: {exc}") from None
+    for flag, key in (("gate_model", "gate_model"), ("memory_llm", "memory_llm")):
+        if getattr(args, flag, None):
+            out[key] = getattr(args, flag)
+    return out
 
 
 def eval_cli(args) -> int:

@@ -240,6 +240,11 @@ def write_summary(out: Path, config: EvalConfig, targets: list[Session], stats, 
                "incomplete": [{"session": record_key(r), "error": _error_text(r)[:300]} for r in broken],
                "wall_s": round(wall_s, 2), "resumed": resumed, "usage": stats.to_dict(), "sandbox": sandbox_info,
                **summarize(scored, max_turns=config.max_turns, seed=config.seed), **llm_role_summary(config, scored)}
+    from capa_hf.evaluation.conditions.memory_base import condition_stats
+
+    counts = condition_stats(list(latest.values()))      # the gate's verdicts, a memory system's counts
+    if counts:
+        summary["condition_stats"] = counts
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     (out / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
     return summary

@@ -78,4 +78,21 @@ def summary_markdown(summary: dict) -> str:
         if summary.get(key):
             lines += ["", f"## {title}", "", HEADER]
             lines += [row(k, v) for k, v in summary[key].items()]
+    lines += _condition_lines(summary)
     return "\n".join(lines) + "\n"
+
+
+def _condition_lines(summary: dict) -> list[str]:
+    """The gate's verdicts and a memory system's counts (`condition_stats`), one line each."""
+    stats = summary.get("condition_stats") or {}
+    lines = []
+    if "gate" in stats:
+        g = stats["gate"]
+        lines.append(f"Gate: sufficient {g['sufficient']}/{g['sessions']} ({100 * g['sufficient_rate']:.0f}%), "
+                     f"unresolved {g['unresolved']}, fallbacks to raw history {g['fallbacks']}, retried {g['retried']}.")
+    if "memory" in stats:
+        m = stats["memory"]
+        skip = {"system", "llm", "cells"}
+        counts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in m.items() if k not in skip)
+        lines.append(f"Memory ({m['system']}, memory LLM {(m.get('llm') or {}).get('model')}): {m['cells']} cells; {counts}.")
+    return ["", "## Condition", "", *lines] if lines else []
