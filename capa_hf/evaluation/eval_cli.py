@@ -46,6 +46,8 @@ def add_eval_arguments(e) -> None:
                                                 "reference and may veto the pass (never grant one)")
     e.add_argument("--veto-engine-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="option of the veto's engine, repeatable, typed like --engine-arg")
+    e.add_argument("--difficulty", default=None, metavar="FILE",
+                   help="difficulty labels (capa label-difficulty): recorded in config.json, grouped in the summary")
     e.add_argument("--out", required=True)
     e.add_argument("--no-progress", action="store_true")
 
@@ -105,7 +107,12 @@ def eval_cli(args) -> int:
     from capa_hf.evaluation.summary_md import summary_markdown
 
     config = config_from_args(args)
-    summary = run_eval(config, Path(args.out), progress=not args.no_progress)
+    labels = None
+    if getattr(args, "difficulty", None):
+        from capa_hf.analysis.difficulty import read_labels
+
+        labels = read_labels(args.difficulty)
+    summary = run_eval(config, Path(args.out), progress=not args.no_progress, difficulty=labels)
     print(summary_markdown(summary))
     print(f"wrote {args.out}/summary.json and {args.out}/{RESULTS}", file=sys.stderr)
     return 1 if summary.get("n_incomplete") else 0

@@ -121,7 +121,8 @@ def item_kind_label(record: dict) -> str:
 def summarize(records: Sequence[dict], max_turns: int = MAX_TURNS, n_boot: int = BOOTSTRAP_RESAMPLES,
               seed: int = 0) -> dict:
     """Overall, per persona, per mechanism (multi-label: a session counts for both), per role,
-    per item kind, and by whether history resolves every hidden item."""
+    per item kind, by whether history resolves every hidden item, and per difficulty label
+    (records annotated with `difficulty`)."""
     def block(rs):
         return metric_block(rs, max_turns, n_boot, seed)
 
@@ -136,6 +137,7 @@ def summarize(records: Sequence[dict], max_turns: int = MAX_TURNS, n_boot: int =
         "per_item_kind": by(lambda r: [item_kind_label(r)]),
         "per_resolvable": by(lambda r: ["fully resolvable from history" if r.get("fully_resolvable")
                                         else "not fully resolvable"] if "fully_resolvable" in r else []),
+        "per_difficulty": by(lambda r: [r["difficulty"]] if r.get("difficulty") else []),
     }
     trials = trial_block(records, max_turns)
     if trials:

@@ -123,16 +123,21 @@ def make_judge(config: EvalConfig):
     return judge
 
 
-def run_config(config: EvalConfig, engine: Any, data: LoadedDataset, n_targets: int) -> dict:
+def run_config(config: EvalConfig, engine: Any, data: LoadedDataset, n_targets: int,
+               difficulty: dict | None = None) -> dict:
     describe = engine.describe() if hasattr(engine, "describe") else {"engine": getattr(engine, "name", "?")}
     return {"run": config.to_dict(), "engine": describe, "pipeline_version": PIPELINE_VERSION,
             "dataset_source": data.source, "dataset_version": data.version,
-            "dataset_manifest_sha256": data.manifest_sha256, "n_targets": n_targets}
+            "dataset_manifest_sha256": data.manifest_sha256, "n_targets": n_targets,
+            **({"difficulty": difficulty} if difficulty else {})}
 
 
 def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool = True,
-             data: LoadedDataset | None = None, role_engine_overrides: dict | None = None) -> dict:
+             data: LoadedDataset | None = None, difficulty: dict | None = None,
+             role_engine_overrides: dict | None = None) -> dict:
     """Run (or resume) an evaluation. `engine` overrides building one from `config.model`;
+    `difficulty` (a `capa label-difficulty` labels file) is recorded in config.json and the
+    summary groups by it;
     `role_engine_overrides` ({"user": ..., "veto": ...}) the engines of the other roles (an
     engine object shared by several roles is batched once)."""
     if config.samples < 1:
@@ -142,8 +147,12 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
     condition = get_condition(config.condition, seed=config.seed)
     data = data or load_capa(config.dataset, revision=config.revision)
     targets = select_targets(data, config.cells, config.limit, config.split)
+    if difficulty is not None:
+        from capa_hf.analysis.difficulty import check_labels_match
+
+        check_labels_match(difficulty, data.version, data.manifest_sha256, f"dataset {data.source}")
     engine = engine or _make_engine(config.model, dict(config.engine_args))
-    prepare_out(out, run_config(config, engine, data, len(targets)))
+    prepare_out(out, run_config(config, engine, data, len(targets), difficulty))
     results_path = out / RESULTS
     earlier = read_records(results_path)
     if results_path.is_file():
@@ -209,7 +218,8 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
     finally:
         sandbox_info = judge.describe()
         judge.close()
-    return write_summary(out, config, targets, stats, time.perf_counter() - t0, len(done), sandbox_info)
+    return write_summary(out, config, targets, stats, time.perf_counter() - t0, len(done), sandbox_info,
+                         difficulty)
 
 
 def _extra_sampling(sampling: Sampling, config: EvalConfig) -> Sampling:
@@ -229,16 +239,19 @@ def _error_text(rec: dict) -> str:
 
 
 def write_summary(out: Path, config: EvalConfig, targets: list[Session], stats, wall_s: float, resumed: int,
-                  sandbox_info) -> dict:
+                  sandbox_info, difficulty: dict | None = None) -> dict:
     import json
 
     wanted = {f"{t.session_id}#{k}" for t in targets for k in range(config.samples)}
     latest = {k: r for k, r in read_records(out / RESULTS).items() if k in wanted}
     scored = [r for r in latest.values() if not r.get("incomplete")]
     broken = [r for r in latest.values() if r.get("incomplete")]
+    if difficulty:   # the labels annotate the records in memory: sessions.jsonl stays as played
+        scored = [{**r, "difficulty": difficulty["labels"].get(r["session_id"])} for r in scored]
     summary = {"config": config.to_dict(), "n_sessions": len(scored), "n_incomplete": len(broken),
                "incomplete": [{"session": record_key(r), "error": _error_text(r)[:300]} for r in broken],
                "wall_s": round(wall_s, 2), "resumed": resumed, "usage": stats.to_dict(), "sandbox": sandbox_info,
+               **({"difficulty_source": difficulty["source"]} if difficulty else {}),
                **summarize(scored, max_turns=config.max_turns, seed=config.seed), **llm_role_summary(config, scored)}
     from capa_hf.evaluation.conditions.memory_base import condition_stats
 

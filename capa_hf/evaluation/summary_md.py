@@ -23,7 +23,8 @@ GROUPS = (("per_persona", "Per persona"),
           ("per_mechanism", "Per mechanism (each session counts for both of its mechanisms)"),
           ("per_role", "Per role in the cell design"),
           ("per_item_kind", "Per kind of hidden items"),
-          ("per_resolvable", "By whether the cell's history resolves every hidden item"))
+          ("per_resolvable", "By whether the cell's history resolves every hidden item"),
+          ("per_difficulty", "Per difficulty label (capa eval --difficulty)"))
 
 
 def _sandbox_lines(summary: dict) -> list[str]:

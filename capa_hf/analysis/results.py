@@ -1,0 +1,240 @@
+"""Run folders as pandas DataFrames: `sessions_df(runs)` and `turns_df(runs)`.
+
+    from capa_hf.results import sessions_df
+    df = sessions_df(["runs/qwen-none", "runs/qwen-same-user"])
+    df.groupby(["model", "condition"])[["solved", "first_turn", "ttc"]].mean()
+
+A run is a `capa eval` (or `capa blank-control`) folder: config.json and sessions.jsonl. A
+folder that is missing, has no config, or is half-written (fewer finished sessions than the run
+targets) is refused with an error that names it; `allow_partial=True` reads what is there.
+Incomplete records (engine errors) are never scored and are left out unless asked for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from capa_hf.defaults import MAX_TURNS
+from capa_hf.errors import CapaError
+from capa_hf.evaluation.metrics import first_success_turn, item_kind_label
+from capa_hf.evaluation.records import RESULTS, read_records
+
+# Fields of a run's config that say which sessions it covers and under which condition; runs
+# that agree on everything else are the same model setting and may be paired.
+_SELECTION = ("condition", "condition_args", "split", "cells", "limit", "max_errors", "samples")
+
+
+def canonical_hash(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished run folder: its config.json and the latest record per (session, trial)."""
+
+    path: Path
+    config: dict
+    records: list[dict] = field(repr=False)
+    name: str = ""
+
+    @property
+    def run(self) -> dict:
+        return self.config.get("run", {})
+
+    @cached_property
+    def config_hash(self) -> str:
+        """sha256 of the canonical JSON of the run's EvalConfig."""
+        return canonical_hash(self.run)
+
+    @cached_property
+    def setting(self) -> str:
+        """A short hash of the run's config without its selection and condition."""
+        return canonical_hash({k: v for k, v in self.run.items() if k not in _SELECTION})[:8]
+
+    @property
+    def model(self) -> str:
+        return str(self.run.get("model", "?"))
+
+    @property
+    def condition(self) -> str:
+        return str(self.run.get("condition", "?"))
+
+    @property
+    def split(self) -> str:
+        return str(self.run.get("split", "heldout"))
+
+    @property
+    def max_turns(self) -> int:
+        return int(self.run.get("max_turns", MAX_TURNS))
+
+    @property
+    def samples(self) -> int:
+        return int(self.run.get("samples", 1))
+
+    @property
+    def dataset_version(self) -> str | None:
+        return self.config.get("dataset_version")
+
+    @property
+    def dataset_sha(self) -> str | None:
+        return self.config.get("dataset_manifest_sha256")
+
+    @property
+    def scored(self) -> list[dict]:
+        return [r for r in self.records if not r.get("incomplete")]
+
+    def describe(self) -> dict:
+        """What names a run in every table."""
+        return {"run": self.name, "model": self.model, "condition": self.condition, "split": self.split,
+                "dataset_version": self.dataset_version, "config_hash": self.config_hash[:12],
+                "sessions": len({r["session_id"] for r in self.scored}), "trials": self.samples,
+                "incomplete": len(self.records) - len(self.scored), "path": str(self.path)}
+
+
+def load_run(path: str | Path, allow_partial: bool = False) -> Run:
+    """Read a run folder; refuse a missing, config-less or half-written one, naming it."""
+    path = Path(path)
+    if not path.is_dir():
+        raise CapaError(f"{path}: no such run folder")
+    cfg_path = path / "config.json"
+    if not cfg_path.is_file():
+        raise CapaError(f"{path}: not a run folder (no config.json); expected the --out of `capa eval`")
+    try:
+        config = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise CapaError(f"{cfg_path}: unreadable ({exc})") from None
+    if not isinstance(config.get("run"), dict):
+        raise CapaError(f"{cfg_path}: has no 'run' block; expected the config.json that `capa eval` writes")
+    records = list(read_records(path / RESULTS).values())
+    run = Run(path=path, config=config, records=records, name=path.name)
+    expected = config.get("n_targets")
+    if not allow_partial:
+        _check_finished(run, expected)
+    return run
+
+
+def _check_finished(run: Run, expected: int | None) -> None:
+    if not (run.path / RESULTS).is_file():
+        raise CapaError(f"{run.path}: half-written run: config.json but no {RESULTS} (no session finished); "
+                        "rerun the same `capa eval` command to finish it")
+    if expected is None:
+        return
+    wanted = int(expected) * run.samples
+    done = len(run.scored)
+    if done < wanted:
+        broken = len(run.records) - done
+        raise CapaError(f"{run.path}: half-written run: {done} of {wanted} sessions x trials finished "
+                        f"({broken} incomplete, {wanted - done - broken} not started); rerun the same `capa eval` "
+                        "command to finish it, or pass --allow-partial to report what is there")
+
+
+def as_runs(runs: Iterable[str | Path | Run] | str | Path | Run, allow_partial: bool = False,
+            progress: bool = False) -> list[Run]:
+    """Runs from paths (or Runs), with names unique in the list (parent/name on a clash)."""
+    items = [runs] if isinstance(runs, (str, Path, Run)) else list(runs)
+    if progress:
+        from tqdm import tqdm
+
+        items = tqdm(items, desc="reading runs", unit="run")
+    loaded = [r if isinstance(r, Run) else load_run(r, allow_partial) for r in items]
+    names = [r.name or r.path.name for r in loaded]
+    out = []
+    for r, n in zip(loaded, names):
+        if names.count(n) > 1:
+            n = f"{r.path.parent.name}/{r.path.name}"
+        out.append(r if r.name == n else Run(path=r.path, config=r.config, records=r.records, name=n))
+    if len({r.name for r in out}) < len(out):
+        raise CapaError(f"two runs share a folder name: {[str(r.path) for r in out]}")
+    return out
+
+
+def labels_source_text(labels: Mapping | None) -> str | None:
+    """How a difficulty labels file names its source run."""
+    if not labels:
+        return None
+    s = labels.get("source", {})
+    return f"{s.get('run', '?')} ({s.get('model', '?')}, {s.get('condition', '?')}, config {str(s.get('config_hash', '?'))[:12]})"
+
+
+def _labels_for(run: Run, difficulty: Mapping | None) -> Mapping | None:
+    return difficulty if difficulty is not None else run.config.get("difficulty")
+
+
+def _usage_sum(rec: dict, key: str) -> int:
+    return int(sum(u.get(key, 0) or 0 for u in rec.get("usage", [])))
+
+
+def session_row(run: Run, rec: dict, labels: Mapping | None) -> dict:
+    first = first_success_turn(rec)
+    solved = first is not None and first <= run.max_turns
+    label_map = (labels or {}).get("labels", {})
+    kinds = rec.get("turn_kinds", [])
+    return {
+        "run": run.name, "model": run.model, "setting": run.setting, "condition": run.condition,
+        "split": run.split, "dataset_version": run.dataset_version, "config_hash": run.config_hash[:12],
+        "session_id": rec["session_id"], "trial": int(rec.get("trial", 0)), "cell_id": rec.get("cell_id"),
+        "persona_id": rec.get("persona_id"), "mechanisms": list(rec.get("mechanisms") or []),
+        "task_id": rec.get("task_id"), "role": rec.get("role"), "item_kinds": list(rec.get("item_kinds") or []),
+        "item_kind": item_kind_label(rec), "fully_resolvable": rec.get("fully_resolvable"),
+        "difficulty": label_map.get(rec["session_id"]), "difficulty_source": labels_source_text(labels),
+        "success_turn": first if solved else None, "solved": solved, "first_turn": solved and first == 1,
+        "ttc": float(first if solved else run.max_turns), "assistant_turns": len(kinds),
+        "clarifications": sum(1 for k in kinds if k == "clarification"),
+        "submissions": len(rec.get("submissions", [])),
+        "prompt_tokens": _usage_sum(rec, "prompt_tokens"), "completion_tokens": _usage_sum(rec, "completion_tokens"),
+        "wall_s": float((rec.get("timing") or {}).get("wall_s", float("nan"))),
+        "incomplete": bool(rec.get("incomplete")),
+    }
+
+
+SESSION_COLUMNS = tuple(session_row(Run(Path("."), {"run": {}}, []), {"session_id": ""}, None))
+
+
+def sessions_df(runs, difficulty: Mapping | None = None, include_incomplete: bool = False,
+                allow_partial: bool = False) -> pd.DataFrame:
+    """One row per (run, session, trial): model, condition, dataset version, persona, mechanisms,
+    difficulty, item kinds, success turn, solved, first-turn success, TTC (unsolved = the run's
+    turn budget), tokens and wall time. `difficulty`: a labels file's content (`capa
+    label-difficulty`); by default the labels a run was evaluated with (`capa eval --difficulty`)."""
+    rows = [session_row(run, rec, _labels_for(run, difficulty))
+            for run in as_runs(runs, allow_partial) for rec in run.records
+            if include_incomplete or not rec.get("incomplete")]
+    df = pd.DataFrame(rows, columns=list(SESSION_COLUMNS))
+    return df.astype({"success_turn": "Int64"})     # a turn number, or <NA> for unsolved
+
+
+def turn_rows(run: Run, rec: dict) -> list[dict]:
+    subs = {s["turn"]: s for s in rec.get("submissions", [])}
+    replies = [t["content"] for t in rec.get("turns", []) if t.get("role") == "assistant"]
+    usage = rec.get("usage", [])
+    out = []
+    for i, kind in enumerate(rec.get("turn_kinds", []), start=1):
+        sub = subs.get(i) or {}
+        verdict = sub.get("verdict") or {}
+        u = usage[i - 1] if i <= len(usage) else {}
+        out.append({
+            "run": run.name, "model": run.model, "condition": run.condition, "split": run.split,
+            "session_id": rec["session_id"], "trial": int(rec.get("trial", 0)), "turn": i, "kind": kind,
+            "status": verdict.get("status"), "failure_type": (verdict.get("failure") or {}).get("type"),
+            "reply": replies[i - 1] if i <= len(replies) else None,
+            "prompt_tokens": u.get("prompt_tokens"), "completion_tokens": u.get("completion_tokens"),
+            "cached_tokens": u.get("cached_tokens"), "latency_s": u.get("latency_s"),
+            "finish_reason": u.get("finish_reason"), "from_cache": u.get("from_cache"),
+        })
+    return out
+
+
+def turns_df(runs, include_incomplete: bool = False, allow_partial: bool = False) -> pd.DataFrame:
+    """One row per assistant turn: its kind (submission, clarification, cut_off, ...), the
+    verdict of a submission, the reply text, tokens and latency."""
+    rows = [row for run in as_runs(runs, allow_partial) for rec in run.records
+            if include_incomplete or not rec.get("incomplete") for row in turn_rows(run, rec)]
+    return pd.DataFrame(rows)
