@@ -78,7 +78,10 @@ def test_mem0_end_to_end_with_the_real_library(capa_data, tmp_path):
         # the digest is cached: a rerun asks the memory LLM nothing
         again = get_condition("mem0").contexts(targets[:2], capa_data, env)
         assert len(srv.requests) == 5 and again[targets[0].session_id]["text"] == c["text"]
-    assert (tmp_path / "mem0").is_dir()                              # MEM0_DIR inside the run folder
+    import mem0.memory.telemetry
+
+    assert mem0.memory.telemetry.MEM0_TELEMETRY is False
+    assert not (tmp_path / "qdrant-unused").exists()                 # qdrant stayed in memory
 
 
 def test_a_changed_history_rebuilds_the_digest(capa_data, tmp_path):

@@ -17,6 +17,7 @@ top_k and threshold); a top-level `user_id` raises in this release.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -32,16 +33,18 @@ TOP_K = 20
 def import_mem0(mem0_dir: Path | None):
     """mem0's Memory class, imported with telemetry off and its folder in the run folder."""
     os.environ["MEM0_TELEMETRY"] = "False"
-    if mem0_dir is not None:
+    if mem0_dir is not None and "mem0" not in sys.modules:    # mem0 reads MEM0_DIR once, at import
         Path(mem0_dir).mkdir(parents=True, exist_ok=True)
-        os.environ.setdefault("MEM0_DIR", str(mem0_dir))
+        os.environ["MEM0_DIR"] = str(mem0_dir)
     offline_env()
     try:
         import mem0
+        import mem0.memory.telemetry as telemetry
         from mem0 import Memory
     except ImportError as exc:
         raise CapaError(f"the mem0 condition needs the mem0ai library ({exc}); install the memory extra: "
                         f"{MEMORY_EXTRA_HINT}") from None
+    telemetry.MEM0_TELEMETRY = False      # imported earlier with telemetry on: off all the same (no posthog, no notices)
     version = getattr(mem0, "__version__", None)
     if version and version != MEM0_VERSION:
         raise CapaError(f"mem0ai {version} is installed, the mem0 condition is written for {MEM0_VERSION}: "
