@@ -79,9 +79,26 @@ def _cmd_eval(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    from capa_hf.evaluation.report import report_cli
+    from capa_hf.analysis.report import report_cli
 
     return report_cli(args)
+
+
+def _cmd_label_difficulty(args) -> int:
+    from capa_hf.analysis.difficulty import counts_line, labels_from_run, write_labels
+
+    labels = labels_from_run(args.run)
+    path = write_labels(labels, args.out)
+    print(f"{counts_line(labels)}; from {args.run} ({labels['source']['model']}, config "
+          f"{labels['source']['config_hash'][:12]})")
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _cmd_blank_control(args) -> int:
+    from capa_hf.analysis.blank_control import blank_control_cli
+
+    return blank_control_cli(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -150,10 +167,27 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_arguments(e)
     e.set_defaults(func=_cmd_eval)
 
-    r = sub.add_parser("report", help="print and plot the summaries of one or more runs")
-    r.add_argument("runs", nargs="+")
-    r.add_argument("--out", default=None, help="write report.md and plots here")
+    r = sub.add_parser("report", help="the paper's tables with paired intervals, and plots, from finished runs")
+    r.add_argument("runs", nargs="+", help="run folders of capa eval / capa blank-control")
+    r.add_argument("--out", default=None, help="write report.md, report.json and the PNG plots here")
+    r.add_argument("--difficulty", default=None, metavar="FILE", help="difficulty labels (capa label-difficulty)")
+    r.add_argument("--dataset", default=None, help="the dataset for the oracle bound and balance figure "
+                                                   "(default: the runs' own)")
+    r.add_argument("--allow-partial", action="store_true", help="report half-written runs over what they finished")
+    r.add_argument("--no-progress", action="store_true")
     r.set_defaults(func=_cmd_report)
+
+    ld = sub.add_parser("label-difficulty", help="difficulty labels from a no-history run (1-2 turns simple, "
+                                                 "3-4 moderate, 5-8 or unsolved complex)")
+    ld.add_argument("run", help="a finished capa eval --condition none run folder")
+    ld.add_argument("--out", required=True, help="folder for difficulty.json")
+    ld.set_defaults(func=_cmd_label_difficulty)
+
+    bc = sub.add_parser("blank-control", help="the 164 HumanEval tasks with their full prompt and debugger feedback")
+    from capa_hf.analysis.blank_control import add_blank_arguments
+
+    add_blank_arguments(bc)
+    bc.set_defaults(func=_cmd_blank_control)
     return p
 
 

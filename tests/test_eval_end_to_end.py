@@ -115,17 +115,23 @@ def test_killed_run_resumes_without_redoing_sessions(tmp_path, capa_data):
 def test_report_compares_runs_and_plots(tmp_path, capa_data):
     from types import SimpleNamespace
 
-    from capa_hf.evaluation.report import report_cli
+    from capa_hf.analysis.report import report_cli
 
     for cond in ("none", "same-user"):
         run_eval(EvalConfig(model="scripted", condition=cond, cells=(CELL,), limit=2), tmp_path / cond,
                  engine=assistant(capa_data, "ask" if cond == "none" else "wrong_first"), progress=False,
                  data=capa_data)
     out = tmp_path / "report"
-    assert report_cli(SimpleNamespace(runs=[str(tmp_path / "none"), str(tmp_path / "same-user")], out=str(out))) == 0
+    assert report_cli(SimpleNamespace(runs=[str(tmp_path / "none"), str(tmp_path / "same-user")], out=str(out),
+                                      no_progress=True)) == 0
     text = (out / "report.md").read_text()
-    assert "| none | scripted | none | 2 |" in text and "| same-user | scripted | same-user | 2 |" in text
-    png = (out / "metrics.png").read_bytes()
+    # both runs solve at turn 2 (a question, or a failed guess, then the reference): no difference
+    assert "| scripted | none | 2 | 100.0 [100.0, 100.0] | 0.0 [0.0, 0.0] | 2.00 [2.00, 2.00] |" in text
+    assert ("| scripted | same-user | 2 | 100.0 [100.0, 100.0] | 0.0 [0.0, 0.0] | 2.00 [2.00, 2.00] | "
+            "+0.0 [+0.0, +0.0], p=1.000 |") in text
+    report = json.loads((out / "report.json").read_text())
+    assert [r["run"] for r in report["runs"]] == ["none", "same-user"]
+    png = (out / "main.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
     summary = json.loads((tmp_path / "none" / "summary.json").read_text())
     assert set(summary["per_mechanism"]) == set(capa_data.cell_history(CELL)[0].mechanisms)
