@@ -84,7 +84,8 @@ def config_from_args(args):
                       temperature=s.get("temperature", 0.0) if s.get("temperature") is not None else 0.0,
                       top_p=s.get("top_p"), top_k=s.get("top_k"), min_p=s.get("min_p"), user=args.user,
                       user_engine_args=parsed["user_engine_arg"], veto=getattr(args, "veto", None),
-                      veto_engine_args=parsed["veto_engine_arg"], engine_args=dict(resolved.engine), preset=resolved.preset, max_errors=args.max_errors)
+                      veto_engine_args=parsed["veto_engine_arg"], engine_args=dict(resolved.engine),
+                      preset=resolved.preset, max_errors=args.max_errors)
 
 
 def condition_args_from(args) -> dict:

@@ -73,7 +73,8 @@ def summary_markdown(summary: dict) -> str:
     lines = [f"# {cfg['model']} / condition `{cfg['condition']}`", "",
              f"{summary['n_sessions']} scored {cfg.get('split', 'heldout')} sessions, "
              f"wall {summary['wall_s']} s (resumed {summary['resumed']}).",
-             *_incomplete_lines(summary), *_sandbox_lines(summary), *_trial_lines(summary), *_llm_role_lines(summary), "", HEADER,
+             *_incomplete_lines(summary), *_sandbox_lines(summary), *_trial_lines(summary),
+             *_llm_role_lines(summary), "", HEADER,
              row("overall", summary["overall"])]
     for key, title in GROUPS:
         if summary.get(key):
