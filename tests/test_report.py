@@ -17,7 +17,7 @@ from capa_hf.evaluation.run import EvalConfig, run_eval
 from tests.run_fakes import record, write_run
 from tests.test_analysis_blank_control import fixer
 
-CELLS = ("C01", "C02")
+CELLS = ("C01",)
 ALL_TABLES = ["runs", "main", "difficulty", "identity", "memory", "mechanisms", "item_kind", "blank", "split",
               "trials"]
 
@@ -115,14 +115,17 @@ def test_every_table_and_plot_is_built(report):
     md = (out / "report.md").read_text()
     assert "Tables left out" not in md
     assert json.loads((out / "report.json").read_text())["tables"]["main"]["runs"] == ["none", "same-user"]
-    assert "Runs: `none`, `same-user`." in md and "![Main results" in md
+    cfg_hash = result["json"]["runs"][0]["config_hash"]
+    assert f"Runs: `none` (scripted, none, heldout, dataset 0.2.0, config {cfg_hash}); `same-user` (" in md
+    assert "![Main results" in md
 
 
 def test_main_table_values_and_paired_deltas(runs, report):
     none, su = records(runs["none"]), records(runs["same-user"])
     r_none = row(report, "main", condition="none")
     r_su = row(report, "main", condition="same-user")
-    assert r_none["n"] == 10 and r_su["n"] == 10
+    assert r_none["n"] == 5 and r_su["n"] == 5
+    assert r_su["model"] == "scripted"       # the blank control's run of the same model is no clash
     for key, fn in (("ES", es), ("FT-ES", ft_es), ("TTC", ttc)):
         assert r_none[key] == pytest.approx(fn(none)) and r_su[key] == pytest.approx(fn(su))
     assert r_su["dES"] == pytest.approx(es(su) - es(none))
@@ -148,7 +151,7 @@ def test_difficulty_mechanisms_and_item_kinds(runs, capa_data, report):
     assert {r["difficulty"]: r["n"] for r in diff_rows} == {k: v for k, v in labels["counts"].items() if v}
     assert "from none (scripted, none, config" in table(report, "difficulty")["caption"]
     mech = [r for r in table(report, "mechanisms")["rows"] if r["condition"] == "none"]
-    assert sum(r["n"] for r in mech) == 20 and "counted for both" in table(report, "mechanisms")["caption"]
+    assert sum(r["n"] for r in mech) == 10 and "counted for both" in table(report, "mechanisms")["caption"]
     held = [s for s in capa_data.heldout.values() if s.cell_id in CELLS]
     share = sum(all(h.resolvable_from_history for h in s.hidden_items) for s in held) / len(held)
     oracle = row(report, "item_kind", condition="same-user", group="oracle bound (these sessions)")
@@ -162,7 +165,7 @@ def test_difficulty_mechanisms_and_item_kinds(runs, capa_data, report):
 def test_split_trials_and_blank(runs, report):
     split = table(report, "split")["rows"][0]
     hist = records(runs["none-history"])
-    assert (split["n_history"], split["n_heldout"], split["cells"]) == (10, 10, 2)
+    assert (split["n_history"], split["n_heldout"], split["cells"]) == (5, 5, 1)
     assert split["ES_history"] == pytest.approx(es(hist))
     assert split["dES"] == pytest.approx(split["ES_heldout"] - split["ES_history"])
     trial = row(report, "trials", condition="same-user")
@@ -185,7 +188,7 @@ def test_eval_records_the_difficulty_source(runs, capa_data, tmp_path):
                        engine=policy(capa_data, "same-user"), progress=False, data=capa_data, difficulty=labels)
     assert json.loads((out / "config.json").read_text())["difficulty"]["source"] == labels["source"]
     assert summary["difficulty_source"]["run"] == "none"
-    assert sum(b["sessions"] for b in summary["per_difficulty"].values()) == 10
+    assert sum(b["sessions"] for b in summary["per_difficulty"].values()) == 5
     bad = {**labels, "source": {**labels["source"], "dataset_manifest_sha256": "0" * 64}}
     with pytest.raises(CapaError, match="difficulty labels from run 'none' were made on dataset"):
         run_eval(EvalConfig(model="scripted", condition="same-user", cells=CELLS), tmp_path / "x",
@@ -213,6 +216,10 @@ def test_refuses_two_runs_in_one_slot_and_foreign_labels(tmp_path, runs):
         build_report([a, b], progress=False)
     with pytest.raises(CapaError, match="difficulty labels from run 'none' were made on dataset 0.2.0"):
         build_report([a], difficulty=runs["labels"], progress=False)
+    # another budget is another model setting: no clash, and the two are told apart
+    c = write_run(tmp_path / "c", "none", [record("S1", 2)], max_tokens=100)
+    models = [r["model"] for r in build_report([a, c], progress=False)["json"]["tables"]["mechanisms"]["rows"]]
+    assert len(set(models)) == 2 and all(m.startswith("scripted #") for m in models)
 
 
 def test_a_partial_report_says_what_is_left_out(tmp_path):

@@ -59,10 +59,17 @@ def table_markdown(table: Table) -> str:
     return "\n".join([head, rule, *body])
 
 
-def section(table: Table, plot: str | None = None) -> str:
+def run_text(d: dict) -> str:
+    """A run as every table names it: model, condition, split, dataset version, config hash."""
+    return (f"`{d['run']}` ({d['model']}, {d['condition']}, {d['split']}, dataset {d['dataset_version']}, "
+            f"config {d['config_hash']})")
+
+
+def section(table: Table, plot: str | None = None, runs: dict[str, dict] | None = None) -> str:
     parts = [f"## {table.title}", "", table_markdown(table), "", table.caption]
     if table.key != "runs":
-        parts += ["", "Runs: " + ", ".join(f"`{r}`" for r in table.runs) + "."]
+        named = [run_text(runs[r]) if runs and r in runs else f"`{r}`" for r in table.runs]
+        parts += ["", "Runs: " + "; ".join(named) + "."]
     if plot:
         parts += ["", f"![{table.title}]({plot})"]
     return "\n".join(parts) + "\n"

@@ -100,7 +100,8 @@ def render(rs: RunSet, tables: list[Table], plot_files: dict[str, str], notes: l
         head += ["", "Tables left out, and what they need:", *missing]
     if notes:
         head += ["", *[f"Note: {n}" for n in notes]]
-    body = [section(t, plot_files.get(t.key)) for t in tables]
+    described = {r.name: r.describe() for r in rs.runs}
+    body = [section(t, plot_files.get(t.key), described) for t in tables]
     if "dataset" in plot_files:
         body.append("## Dataset balance and difficulty\n\n"
                     "(a) cells per persona and mechanism (each cell counts for both of its mechanisms), (b) split "

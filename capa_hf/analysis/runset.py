@@ -56,7 +56,7 @@ class RunSet:
 
     def model_label(self, setting: str) -> str:
         """The model name, with the setting hash where two settings share a model name."""
-        models = {r.setting: r.model for r in self.runs}
+        models = {r.setting: r.model for r in self.capa_runs}
         name = models[setting]
         clash = sum(1 for m in models.values() if m == name) > 1
         return f"{name} #{setting}" if clash else name
