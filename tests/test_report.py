@@ -189,6 +189,8 @@ def test_eval_records_the_difficulty_source(runs, capa_data, tmp_path):
     assert json.loads((out / "config.json").read_text())["difficulty"]["source"] == labels["source"]
     assert summary["difficulty_source"]["run"] == "none"
     assert sum(b["sessions"] for b in summary["per_difficulty"].values()) == 5
+    md = (out / "summary.md").read_text()
+    assert "Difficulty labels from run none (scripted, none, config" in md and "## Per difficulty label" in md
     bad = {**labels, "source": {**labels["source"], "dataset_manifest_sha256": "0" * 64}}
     with pytest.raises(CapaError, match="difficulty labels from run 'none' were made on dataset"):
         run_eval(EvalConfig(model="scripted", condition="same-user", cells=CELLS), tmp_path / "x",

@@ -68,13 +68,21 @@ def _llm_role_lines(summary: dict) -> list[str]:
     return lines
 
 
+def _difficulty_lines(summary: dict) -> list[str]:
+    src = summary.get("difficulty_source")
+    if not src:
+        return []
+    return ["", f"Difficulty labels from run {src.get('run')} ({src.get('model')}, {src.get('condition')}, "
+                f"config {str(src.get('config_hash'))[:12]})."]
+
+
 def summary_markdown(summary: dict) -> str:
     cfg = summary["config"]
     lines = [f"# {cfg['model']} / condition `{cfg['condition']}`", "",
              f"{summary['n_sessions']} scored {cfg.get('split', 'heldout')} sessions, "
              f"wall {summary['wall_s']} s (resumed {summary['resumed']}).",
              *_incomplete_lines(summary), *_sandbox_lines(summary), *_trial_lines(summary),
-             *_llm_role_lines(summary), "", HEADER,
+             *_llm_role_lines(summary), *_difficulty_lines(summary), "", HEADER,
              row("overall", summary["overall"])]
     for key, title in GROUPS:
         if summary.get(key):
