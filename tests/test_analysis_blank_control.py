@@ -83,3 +83,14 @@ def test_debugger_messages():
     assert failure_text(err) == "TypeError at `x = a + b` (bad operand)"
     timeout = {"status": "timeout", "failure": {"type": "Timeout", "message": "took longer than 10 s", "line": None}}
     assert failure_text(timeout) == "Timeout: took longer than 10 s"
+
+
+def test_cli_options_become_a_blank_control_config():
+    from capa_hf.cli import build_parser
+    from capa_hf.evaluation.eval_cli import config_from_args
+
+    args = build_parser().parse_args(["blank-control", "--model", "llamacpp", "--out", "x", "--limit", "2",
+                                      "--max-tokens", "300", "--samples", "3"])
+    cfg = config_from_args(args)
+    assert (cfg.condition, cfg.user, cfg.split, cfg.limit, cfg.max_tokens, cfg.samples, cfg.max_turns) == (
+        "blank-control", "debugger", "humaneval", 2, 300, 3, 8)

@@ -29,7 +29,7 @@ EXACT_MAX = 16            # up to this many non-zero differences the permutation
 METRICS = {"ES": ("solved", 1.0), "FT-ES": ("first_turn", 1.0), "TTC": ("ttc", -1.0)}
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def bootstrap_indices(k: int, n: int = BOOTSTRAP_RESAMPLES, seed: int = 0) -> np.ndarray:
     """`n` resamples of `k` cluster indices, drawn in the order metrics.bootstrap_ci draws them."""
     rng = random.Random(seed)
