@@ -80,13 +80,28 @@ def test_planner_garbage_is_retried_once_then_replaced_by_the_scripted_choice(br
     assert counts["expression_fallbacks"] == 0
 
 
-@pytest.mark.parametrize("bad", [plan_json("h9"), plan_json("failing_test"), plan_json("h2", need=False),
+@pytest.mark.parametrize("bad", [plan_json("h9"), plan_json("failing_test"), plan_json(None, need=True),
                                  '{"clarification_needed": "yes", "focus": "h2"}'])
 def test_an_invalid_focus_counts_like_garbage(brief, bad):
     user = LLMUser(brief)
     drive(user.respond(QUESTION, None), scripted_answers([bad, bad], ["Whole numbers in, True or False out."]))
     assert user.log[0]["planner"]["fallback"]
     assert user.log[0]["planner"]["attempts"][0]["error"]
+
+
+def test_a_valid_focus_is_used_even_when_clarification_needed_says_false(brief):
+    user = LLMUser(brief)
+    drive(user.respond(QUESTION, None), scripted_answers([plan_json("h2", need=False)], ["Three that sum to zero."]))
+    assert not user.log[0]["planner"]["retried"] and user.log[0]["planner"]["focus"] == "h2"
+
+
+def test_parroting_the_instructions_is_regenerated(brief):
+    user = LLMUser(brief)
+    parrot = "Explain this one point, in your own words: it takes a list of integers."
+    out, _ = drive(user.respond(QUESTION, None), scripted_answers([plan_json("h1")], [parrot, "Integers in, bool out."]))
+    first = {c["name"]: c for c in user.log[0]["expression"]["attempts"][0]["checks"]}
+    assert not first["no_prompt_echo"]["ok"] and "explain this one point in your" in first["no_prompt_echo"]["detail"]
+    assert out == "Integers in, bool out."
 
 
 def test_a_valid_second_answer_is_used(brief):

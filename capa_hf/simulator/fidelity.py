@@ -5,6 +5,8 @@ A message must
 - hold no code: no fenced block (`no_code_fence`) and no line of the reference solution
   (`no_reference_line`: a code line of at least 16 characters with a bracket or `=`, compared
   with whitespace collapsed; docstrings and comments are not code lines);
+- not parrot its instructions (`no_prompt_echo`: no run of ECHO_WORDS words from the fixed text
+  of the expression agent's prompts), which breaks character;
 - reveal no unrevealed hidden item other than the planner's focus (`no_other_item`): the share
   of that item's *distinctive* words and literals that the message repeats. Distinctive means
   not in the focus's own clarification, not already said (the request and the user's earlier
@@ -34,7 +36,8 @@ GENERIC = frozenset(tokens("return returns list string number numbers integer va
                            "output result given take takes one two get gets back each every item items function "
                            "want need make sure please thing things case cases code work works"))
 FENCES = ("```", "~~~")
-CHECK_NAMES = ("not_empty", "length", "no_code_fence", "no_reference_line", "no_other_item")
+ECHO_WORDS = 6
+CHECK_NAMES = ("not_empty", "length", "no_code_fence", "no_reference_line", "no_prompt_echo", "no_other_item")
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,25 @@ def code_lines(reference: str) -> list[str]:
     return out
 
 
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def echo_grams(templates: Iterable[str], n: int = ECHO_WORDS) -> frozenset[tuple[str, ...]]:
+    """Every run of n words of the templates' fixed text (never across a $slot)."""
+    grams = set()
+    for t in templates:
+        for part in re.split(r"\$\w+", t):
+            w = _words(part)
+            grams.update(tuple(w[i:i + n]) for i in range(len(w) - n + 1))
+    return frozenset(grams)
+
+
+def echoed(message: str, grams: frozenset[tuple[str, ...]], n: int = ECHO_WORDS) -> str | None:
+    w = _words(message)
+    return next((" ".join(w[i:i + n]) for i in range(len(w) - n + 1) if tuple(w[i:i + n]) in grams), None)
+
+
 def persona_stock(persona: Persona) -> frozenset[str]:
     """Words of the persona's stock phrases (wraps, openers, closers, reactions)."""
     v = persona.voice
@@ -96,7 +118,7 @@ def leak_score(message: str, item_text: str, known: frozenset[str], known_litera
 
 def message_checks(message: str, *, reference: str, items: Iterable[HiddenItem], focus: str | None,
                    revealed: Iterable[str], said_before: Sequence[str], persona: Persona,
-                   max_words: int = MAX_WORDS) -> list[Check]:
+                   max_words: int = MAX_WORDS, echo: frozenset[tuple[str, ...]] = frozenset()) -> list[Check]:
     """Every fidelity check on one message, in CHECK_NAMES order."""
     items = list(items)
     out = [Check("not_empty", bool(message.strip()), "" if message.strip() else "the message is empty")]
@@ -108,6 +130,8 @@ def message_checks(message: str, *, reference: str, items: Iterable[HiddenItem],
     flat = _squash(message)
     pasted = [line for line in code_lines(reference) if line in flat]
     out.append(Check("no_reference_line", not pasted, f"pastes reference line {pasted[0][:80]!r}" if pasted else ""))
+    run = echoed(message, echo)
+    out.append(Check("no_prompt_echo", run is None, f"repeats its instructions: {run!r}" if run else ""))
     focus_item = next((h for h in items if h.id == focus), None)
     known_text = " ".join([*(said_before or ()), focus_item.clarification if focus_item else ""])
     known = tokens(known_text) | persona_stock(persona)

@@ -67,16 +67,18 @@ def planner_messages(brief: UserBrief, dialogue: Sequence[dict], revealed: Seque
 
 
 def validate_plan(value: dict, allowed: Sequence[str]) -> str | None:
-    """None when the planner's answer is usable, else what is wrong with it."""
+    """None when the planner's answer is usable, else what is wrong with it. A valid focus is
+    used even when clarification_needed says false (the focus is what the planner chose);
+    null is usable only with clarification_needed false."""
     need = value.get("clarification_needed")
     if not isinstance(need, bool):
         return f'"clarification_needed" must be true or false, got {need!r}'
     if "focus" not in value:
         return 'the object has no "focus" field'
     focus = value["focus"]
-    if not need:
-        return None if focus is None else f'"focus" must be null when clarification_needed is false, got {focus!r}'
-    if focus not in allowed:
+    if focus is None and need:
+        return '"focus" is null although clarification_needed is true: name one of ' + ", ".join(allowed)
+    if focus is not None and focus not in allowed:
         return f'"focus" must be one of {", ".join(allowed)} (or null with clarification_needed false), got {focus!r}'
     rationale = value.get("rationale", "")
     return None if isinstance(rationale, str) else f'"rationale" must be a string, got {rationale!r}'
@@ -84,7 +86,7 @@ def validate_plan(value: dict, allowed: Sequence[str]) -> str | None:
 
 def plan_of(value: dict) -> Plan:
     """The planner's (validated) answer as a Plan like the scripted planner's."""
-    focus = value.get("focus") if value.get("clarification_needed") else None
+    focus = value.get("focus")
     reason = str(value.get("rationale", ""))[:300]
     if focus is None:
         return Plan("nothing_left", reason=reason)
@@ -117,6 +119,16 @@ def expression_messages(brief: UserBrief, assistant_reply: str, said: Sequence[s
                 earlier=earlier, convey=convey)
     return [{"role": "system", "content": fill("llm_user_expression", profile=persona_profile(brief.persona))},
             {"role": "user", "content": turn}]
+
+
+INSTRUCTION_PROMPTS = ("llm_user_expression", "llm_user_expression_turn", "llm_user_convey_item",
+                       "llm_user_convey_failing", "llm_user_convey_nothing", "llm_user_convey_failure",
+                       "llm_user_expression_retry")
+
+
+def instruction_texts() -> list[str]:
+    """The expression agent's fixed instructions (a message must not parrot them)."""
+    return [prompt_text(name) for name in INSTRUCTION_PROMPTS]
 
 
 def clean_message(text: str) -> str:

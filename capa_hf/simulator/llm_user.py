@@ -23,10 +23,10 @@ from runners.driver import Call
 from runners.types import Sampling, derive_seed
 
 from capa_hf.prompts import fill
-from capa_hf.simulator.fidelity import MAX_WORDS, Check, failed, message_checks
+from capa_hf.simulator.fidelity import MAX_WORDS, Check, echo_grams, failed, message_checks
 from capa_hf.simulator.llm_json import ask_json, check_result
 from capa_hf.simulator.llm_planner import (allowed_focus, clean_message, convey_text, expression_messages,
-                                           focus_of, plan_of, planner_messages, validate_plan)
+                                           focus_of, instruction_texts, plan_of, planner_messages, validate_plan)
 from capa_hf.simulator.planner import Plan, plan_next
 from capa_hf.simulator.protocols import register_user
 from capa_hf.simulator.users import UserBrief, scripted_user
@@ -52,6 +52,7 @@ class LLMUser:
 
     def __post_init__(self) -> None:
         self.fallback = scripted_user(self.brief)
+        self.echo = echo_grams(instruction_texts())
         self.dialogue: list[dict] = []
         if self.brief.initial_request:
             self.said.append(self.brief.initial_request)
@@ -88,7 +89,7 @@ class LLMUser:
             text = clean_message(check_result(result, f"{self.brief.session_id} expression agent"))
             checks = message_checks(text, reference=self.brief.reference, items=self.brief.hidden_items,
                                     focus=focus, revealed=self.revealed, said_before=self.said,
-                                    persona=self.brief.persona, max_words=self.max_words)
+                                    persona=self.brief.persona, max_words=self.max_words, echo=self.echo)
             if text in self.said:
                 checks = [*checks, Check("no_repeat", False, "repeats an earlier message word for word")]
             attempts.append({"text": text, "checks": [c.to_dict() for c in checks]})
