@@ -11,7 +11,7 @@ from runners import CompletionCache, ScriptedEngine
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions import ConditionEnv, get_condition, render_history
 from capa_hf.evaluation.conditions.gate import VERDICTS, check_verdict, normalize_verdict
-from capa_hf.evaluation.conditions.memory_base import condition_stats
+from capa_hf.evaluation.conditions.stats import condition_stats
 
 
 @pytest.mark.parametrize("value, problem", [

@@ -10,7 +10,7 @@ import pytest
 
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions import ConditionEnv, get_condition
-from capa_hf.evaluation.conditions.memory_base import condition_stats
+from capa_hf.evaluation.conditions.stats import condition_stats
 from capa_hf.memory.mem0_store import classify_extraction
 from tests.openai_stub import OpenAIStub, last_user, system_text
 

@@ -253,7 +253,7 @@ def write_summary(out: Path, config: EvalConfig, targets: list[Session], stats, 
                "wall_s": round(wall_s, 2), "resumed": resumed, "usage": stats.to_dict(), "sandbox": sandbox_info,
                **({"difficulty_source": difficulty["source"]} if difficulty else {}),
                **summarize(scored, max_turns=config.max_turns, seed=config.seed), **llm_role_summary(config, scored)}
-    from capa_hf.evaluation.conditions.memory_base import condition_stats
+    from capa_hf.evaluation.conditions.stats import condition_stats
 
     counts = condition_stats(list(latest.values()))      # the gate's verdicts, a memory system's counts
     if counts:
