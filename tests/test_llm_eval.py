@@ -41,7 +41,8 @@ def llm_user_engine(data, planner_by_session, default):
         msgs = req.message_dicts()
         if is_planner(msgs):
             return next((text for r, text in requests.items() if r in msgs[1]["content"]), default)
-        return "Whole numbers in, a plain yes or no back."
+        convey = msgs[1]["content"].split("in your own words: ", 1)
+        return "To be clear: " + convey[1].split("\n", 1)[0] if len(convey) > 1 else "Go ahead with what you have."
     return ScriptedEngine(request_fn=reply, model="llm-user")
 
 
@@ -56,7 +57,8 @@ def test_llm_user_plays_in_its_own_role(tmp_path, capa_data):
                        role_engine_overrides={"user": user})
     recs = {r["session_id"]: r for r in records(tmp_path / "run")}
     first = recs[SESSION]
-    assert first["turns"][2]["content"] == "Whole numbers in, a plain yes or no back."
+    h1 = capa_data.heldout[SESSION].hidden_items[0].clarification
+    assert first["turns"][2]["content"] == f"To be clear: {h1}"
     assert first["solved"] and first["success_turn"] == 2 and first["revealed"] == ["h1"]
     assert first["user_log"][0]["planner"]["json"] == json.loads(plan_json("h1"))
     assert len(user.seen) == (1 + 1) + (2 + 1) and all(r.messages[0][0] == "system" for r in user.seen)

@@ -98,10 +98,10 @@ def test_a_valid_focus_is_used_even_when_clarification_needed_says_false(brief):
 def test_parroting_the_instructions_is_regenerated(brief):
     user = LLMUser(brief)
     parrot = "Explain this one point, in your own words: it takes a list of integers."
-    out, _ = drive(user.respond(QUESTION, None), scripted_answers([plan_json("h1")], [parrot, "Integers in, bool out."]))
+    out, _ = drive(user.respond(QUESTION, None), scripted_answers([plan_json("h1")], [parrot, "Integers in, True or False out."]))
     first = {c["name"]: c for c in user.log[0]["expression"]["attempts"][0]["checks"]}
     assert not first["no_prompt_echo"]["ok"] and "explain this one point in your" in first["no_prompt_echo"]["detail"]
-    assert out == "Integers in, bool out."
+    assert out == "Integers in, True or False out."
 
 
 def test_a_valid_second_answer_is_used(brief):
@@ -179,15 +179,22 @@ def test_fidelity_checks_are_exact_on_their_own(brief):
     assert not any('"""' in line for line in lines)
     kw = dict(reference=brief.reference, items=brief.hidden_items, focus="h1", revealed=[], said_before=[],
               persona=brief.persona)
-    ok = message_checks("Just integers in and a yes or no out.", **kw)
+    ok = message_checks("Just integers in and True or False out.", **kw)
     assert all(c.ok for c in ok)
-    long = message_checks("word " * 200, **kw)
+    silent = message_checks("The code did not pass your tests.", **kw)
+    assert [c.name for c in silent if not c.ok] == ["conveys_focus"]
+    quoted = message_checks("Still failing: assert candidate([1]) is False", **{**kw, "focus": None},
+                            failing="assert candidate([1]) is False")
+    assert all(c.ok for c in quoted)
+    assert not message_checks("Still failing.", **{**kw, "focus": None}, failing="assert candidate([1]) is False")[5].ok
+    long = message_checks("True or False. " + "word " * 200, **kw)
     assert [c.name for c in long if not c.ok] == ["length"]
-    pasted = message_checks("do it like for i in range(len(l)): obviously", **kw)
+    pasted = message_checks("True or False, do it like for i in range(len(l)): obviously", **kw)
     assert [c.name for c in pasted if not c.ok] == ["no_reference_line"]
     # an item already revealed may be repeated; the focus may of course be said
-    said = message_checks(brief.hidden_items[1].clarification, **{**kw, "revealed": ["h2"]})
-    assert all(c.ok for c in said)
+    both = brief.hidden_items[0].clarification + " " + brief.hidden_items[1].clarification
+    assert all(c.ok for c in message_checks(both, **{**kw, "revealed": ["h2"]}))
+    assert [c.name for c in message_checks(both, **kw) if not c.ok] == ["no_other_item"]
 
 
 def test_first_json_object():

@@ -7,6 +7,9 @@ A message must
   with whitespace collapsed; docstrings and comments are not code lines);
 - not parrot its instructions (`no_prompt_echo`: no run of ECHO_WORDS words from the fixed text
   of the expression agent's prompts), which breaks character;
+- convey the focus (`conveys_focus`): at least one of the focus clarification's distinctive
+  words or literals (a deliberately low bar: it catches a message that says nothing of the
+  focus, so `revealed` stays true), or half the words of the failing check it must quote;
 - reveal no unrevealed hidden item other than the planner's focus (`no_other_item`): the share
   of that item's *distinctive* words and literals that the message repeats. Distinctive means
   not in the focus's own clarification, not already said (the request and the user's earlier
@@ -37,7 +40,8 @@ GENERIC = frozenset(tokens("return returns list string number numbers integer va
                            "want need make sure please thing things case cases code work works"))
 FENCES = ("```", "~~~")
 ECHO_WORDS = 6
-CHECK_NAMES = ("not_empty", "length", "no_code_fence", "no_reference_line", "no_prompt_echo", "no_other_item")
+CHECK_NAMES = ("not_empty", "length", "no_code_fence", "no_reference_line", "no_prompt_echo", "conveys_focus",
+               "no_other_item")
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,10 @@ def leak_score(message: str, item_text: str, known: frozenset[str], known_litera
 
 def message_checks(message: str, *, reference: str, items: Iterable[HiddenItem], focus: str | None,
                    revealed: Iterable[str], said_before: Sequence[str], persona: Persona,
-                   max_words: int = MAX_WORDS, echo: frozenset[tuple[str, ...]] = frozenset()) -> list[Check]:
+                   max_words: int = MAX_WORDS, echo: frozenset[tuple[str, ...]] = frozenset(),
+                   failing: str | None = None) -> list[Check]:
+    """`focus` is the item id to convey (None for the failing check or nothing left); `failing`
+    the failing check the message must quote (focus "failing_test")."""
     """Every fidelity check on one message, in CHECK_NAMES order."""
     items = list(items)
     out = [Check("not_empty", bool(message.strip()), "" if message.strip() else "the message is empty")]
@@ -133,8 +140,10 @@ def message_checks(message: str, *, reference: str, items: Iterable[HiddenItem],
     run = echoed(message, echo)
     out.append(Check("no_prompt_echo", run is None, f"repeats its instructions: {run!r}" if run else ""))
     focus_item = next((h for h in items if h.id == focus), None)
+    stock = persona_stock(persona)
+    out.append(_conveys(message, focus_item.clarification if focus_item else None, failing, stock))
     known_text = " ".join([*(said_before or ()), focus_item.clarification if focus_item else ""])
-    known = tokens(known_text) | persona_stock(persona)
+    known = tokens(known_text) | stock
     known_lits = literals(known_text)
     leaks = []
     done = set(revealed)
@@ -146,6 +155,19 @@ def message_checks(message: str, *, reference: str, items: Iterable[HiddenItem],
             leaks.append(f"{h.id} ({share:.2f} of its distinctive words and literals)")
     out.append(Check("no_other_item", not leaks, ("reveals " + ", ".join(leaks)) if leaks else ""))
     return out
+
+
+def _conveys(message: str, clarification: str | None, failing: str | None, stock: frozenset[str]) -> Check:
+    if failing:
+        want = tokens(failing)
+        share = len(want & tokens(message)) / len(want) if want else 1.0
+        return Check("conveys_focus", share >= 0.5, "" if share >= 0.5 else "does not quote the failing check")
+    if clarification is None:
+        return Check("conveys_focus", True)
+    share, hits = leak_score(message, clarification, stock, set())
+    words = {w for w in tokens(clarification) - stock - GENERIC if not w.isdigit()}
+    ok = hits >= 1 or not (words or literals(clarification))
+    return Check("conveys_focus", ok, "" if ok else "says nothing of the focus's clarification")
 
 
 def failed(checks: Sequence[Check]) -> list[Check]:

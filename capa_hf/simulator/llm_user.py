@@ -89,7 +89,8 @@ class LLMUser:
             text = clean_message(check_result(result, f"{self.brief.session_id} expression agent"))
             checks = message_checks(text, reference=self.brief.reference, items=self.brief.hidden_items,
                                     focus=focus, revealed=self.revealed, said_before=self.said,
-                                    persona=self.brief.persona, max_words=self.max_words, echo=self.echo)
+                                    persona=self.brief.persona, max_words=self.max_words, echo=self.echo,
+                                    failing=failing_line(verdict) if plan.kind == "failing_check" else None)
             if text in self.said:
                 checks = [*checks, Check("no_repeat", False, "repeats an earlier message word for word")]
             attempts.append({"text": text, "checks": [c.to_dict() for c in checks]})
