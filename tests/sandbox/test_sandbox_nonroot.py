@@ -158,8 +158,8 @@ def test_without_root_in_a_user_namespace_every_layer_is_on(runtime, canonical):
     if not out["layers"].get("user_namespace"):
         pytest.skip(f"this kernel refuses unprivileged user namespaces: {out['notes']}")
     on = {k for k, v in out["layers"].items() if v}
-    assert {"user_namespace", "chroot", "pid_namespace", "net_namespace", "scratch_tmpfs", "drop_privileges",
-            "seccomp", "rlimits", "session"} <= on, out["notes"]
+    assert {"user_namespace", "chroot", "pid_namespace", "ipc_namespace", "net_namespace", "scratch_tmpfs",
+            "drop_privileges", "seccomp", "rlimits", "session"} <= on, out["notes"]
     res = _common(out, canonical)
     assert res["read_passwd"]["status"] == "error" and res["read_passwd"]["failure"] == "FileNotFoundError"
     assert res["list_root"]["status"] == "passed" and res["list_root"]["stdout"].strip() == "[]"
@@ -172,7 +172,7 @@ def test_without_root_or_user_namespace_the_rest_still_holds(runtime, canonical)
     out = _drive(runtime, {"user_namespace": False}, _jobs(canonical))
     layers = out["layers"]
     assert layers["seccomp"] and layers["rlimits"] and layers["session"] and layers["scratch_dir"]
-    assert not any(layers[k] for k in ("user_namespace", "chroot", "pid_namespace", "drop_privileges"))
+    assert not any(layers[k] for k in ("user_namespace", "chroot", "pid_namespace", "ipc_namespace", "drop_privileges"))
     assert any("max_threads" in n for n in out["notes"])
     res = _common(out, canonical)
     # no chroot here: the file system is visible (the documented limit of this mode)
