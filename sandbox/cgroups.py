@@ -69,10 +69,8 @@ class MemoryGroup:
         os.mkdir(path)
         try:
             for knob, value in (("memory.swap.max", "0"), ("memory.oom.group", "1")):
-                try:
+                if os.path.exists(os.path.join(path, knob)):   # (no swap accounting / an older kernel)
                     _write(os.path.join(path, knob), value)
-                except FileNotFoundError:   # no swap accounting / an older kernel
-                    pass
             return cls(path)
         except BaseException:
             os.rmdir(path)
