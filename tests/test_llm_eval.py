@@ -156,3 +156,15 @@ def test_cli_passes_role_engine_args(tmp_path, capsys, monkeypatch):
     cfg = seen["config"]
     assert cfg.user == "llm:llamacpp" and cfg.user_engine_args == {"n_ctx": 4096}
     assert cfg.veto == "llm:openai:m@http://x/v1" and cfg.veto_engine_args == {"timeout": 30}
+
+
+def test_an_engine_error_of_the_veto_or_the_user_leaves_the_session_incomplete(tmp_path, capa_data):
+    from runners.types import ChatResult
+
+    broken = ScriptedEngine(request_fn=lambda req: ChatResult.failure("HTTP 503"), model="down")
+    for role, cfg_field, first in (("veto", {"veto": "llm:scripted"}, "reference"), ("user", {"user": "llm:scripted"}, "ask")):
+        cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=1, **cfg_field)
+        summary = run_eval(cfg, tmp_path / role, engine=assistant(capa_data, first=first), progress=False,
+                           data=capa_data, role_engine_overrides={role: broken})
+        assert summary["n_sessions"] == 0 and summary["n_incomplete"] == 1
+        assert "engine error: HTTP 503" in summary["incomplete"][0]["error"]

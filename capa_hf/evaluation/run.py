@@ -235,7 +235,11 @@ def _extra_sampling(sampling: Sampling, config: EvalConfig) -> Sampling:
 
 def _error_text(rec: dict) -> str:
     err = rec.get("error") or {}
-    return str(err.get("error") if isinstance(err, dict) else err)
+    text = str(err.get("error") if isinstance(err, dict) else err)
+    if text.startswith("Traceback"):   # an episode that raised: its last line says what happened
+        lines = [line for line in text.strip().splitlines() if line.strip()]
+        text = lines[-1] if lines else text
+    return text
 
 
 def write_summary(out: Path, config: EvalConfig, targets: list[Session], stats, wall_s: float, resumed: int,
