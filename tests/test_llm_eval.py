@@ -41,7 +41,7 @@ def llm_user_engine(data, planner_by_session, default):
         msgs = req.message_dicts()
         if is_planner(msgs):
             return next((text for r, text in requests.items() if r in msgs[1]["content"]), default)
-        convey = msgs[1]["content"].split("in your own words: ", 1)
+        convey = msgs[1]["content"].split("Point to get across: ", 1)
         return "To be clear: " + convey[1].split("\n", 1)[0] if len(convey) > 1 else "Go ahead with what you have."
     return ScriptedEngine(request_fn=reply, model="llm-user")
 

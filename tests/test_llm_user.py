@@ -97,10 +97,10 @@ def test_a_valid_focus_is_used_even_when_clarification_needed_says_false(brief):
 
 def test_parroting_the_instructions_is_regenerated(brief):
     user = LLMUser(brief)
-    parrot = "Explain this one point, in your own words: it takes a list of integers."
+    parrot = "Write the message you send now, in your own words: True or False."
     out, _ = drive(user.respond(QUESTION, None), scripted_answers([plan_json("h1")], [parrot, "Integers in, True or False out."]))
     first = {c["name"]: c for c in user.log[0]["expression"]["attempts"][0]["checks"]}
-    assert not first["no_prompt_echo"]["ok"] and "explain this one point in your" in first["no_prompt_echo"]["detail"]
+    assert not first["no_prompt_echo"]["ok"] and "write the message you send now" in first["no_prompt_echo"]["detail"]
     assert out == "Integers in, True or False out."
 
 
@@ -155,7 +155,7 @@ def test_after_a_failure_the_reaction_and_failing_check_flow_through(brief):
                        scripted_answers([plan_json("failing_test")], [msg]))
     assert out == msg and user.revealed == []
     convey = calls[1].messages[1]["content"]
-    assert "did not pass" in convey and "assert candidate([1, 3, -2, 1]) is True" in convey
+    assert "failed your tests" in convey and "assert candidate([1, 3, -2, 1]) is True" in convey
     assert "its code failed the tests" in calls[0].messages[1]["content"]
 
 
