@@ -69,7 +69,7 @@ def test_mem0_end_to_end_with_the_real_library(capa_data, tmp_path):
         assert c["sources"] == sorted({m["source"] for m in shown})
         assert c["memory"]["shown"] == len(shown)
         assert c["memory"]["cell_counts"] == {"extraction_calls": 5, "extraction_failures": 1, "empty_extractions": 1,
-                                              "memories": 4}
+                                              "calls_adding_nothing": 2, "memories": 4}
         assert [m["source"] for m in digest["memories"]] == [hist[0].session_id] * 2 + [hist[1].session_id, hist[4].session_id]
         assert digest["calls"][2]["status"] == "failed" and digest["calls"][2]["raw"].startswith("Sorry")
         assert digest["llm"]["model"] == "stub-model" and not digest["llm"]["served_by_capa"]

@@ -43,6 +43,7 @@ class Mem0Condition(MemoryCondition):
             counts = {"extraction_calls": len(calls),
                       "extraction_failures": sum(c["status"] == "failed" for c in calls),
                       "empty_extractions": sum(c["status"] == "empty" for c in calls),
+                      "calls_adding_nothing": sum(c["added"] == 0 for c in calls),   # also: all duplicates
                       "memories": len(memories)}
             out[cell_id] = {"memories": memories, "hits": hits, "counts": counts, "calls": calls}
         return out
