@@ -110,12 +110,7 @@ def user_options(config: EvalConfig) -> dict:
 
 def make_judge(config: EvalConfig):
     """The configured judge, wrapped by the LLM veto when `config.veto` is set."""
-    for flag, value in (("--user", config.user), ("--veto", config.veto or "")):
-        if value.split(":", 1)[0] == "llm" and not value[4:].strip():
-            raise CapaError(f"{flag} {value!r}: expected llm:<engine spec>, e.g. llm:llamacpp")
-    if config.veto and not config.veto.startswith("llm:"):
-        raise CapaError(f"--veto {config.veto!r}: expected llm:<engine spec>")
-    judge = make_judge(config)
+    judge = judge_factory(config.judge)()
     if config.veto:
         from capa_hf.simulator.veto import VetoJudge
 
@@ -143,7 +138,12 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
     if config.samples < 1:
         raise CapaError(f"--samples must be >= 1, got {config.samples}")
     user_factory(config.user)                      # refuses an unknown user before any work
-    judge = judge_factory(config.judge)()
+    for flag, value in (("--user", config.user), ("--veto", config.veto or "")):
+        if value.split(":", 1)[0] == "llm" and not value[4:].strip():
+            raise CapaError(f"{flag} {value!r}: expected llm:<engine spec>, e.g. llm:llamacpp")
+    if config.veto and not config.veto.startswith("llm:"):
+        raise CapaError(f"--veto {config.veto!r}: expected llm:<engine spec>")
+    judge = make_judge(config)
     condition = get_condition(config.condition, seed=config.seed)
     data = data or load_capa(config.dataset, revision=config.revision)
     targets = select_targets(data, config.cells, config.limit, config.split)
