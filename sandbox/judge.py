@@ -27,6 +27,7 @@ names are sent to the child.
 """
 from __future__ import annotations
 
+import _signal
 import builtins
 import dis
 import random
@@ -126,8 +127,8 @@ def _on_alarm(signum, frame):
 def run_until(deadline: float, fn, *args) -> None:
     """``fn(*args)``, stopped (Abort: timed out) once ``deadline`` has passed: the trusted
     test's own work on the submission's values counts against the job's time limit."""
-    if signal.getsignal(signal.SIGALRM) is not _on_alarm:   # (prefetch discovery restores it)
-        signal.signal(signal.SIGALRM, _on_alarm)
+    if _signal.getsignal(signal.SIGALRM) is not _on_alarm:   # (prefetch discovery restores it;
+        signal.signal(signal.SIGALRM, _on_alarm)             # _signal: without signal's enum lookup)
     signal.setitimer(signal.ITIMER_REAL, max(0.001, deadline - time.monotonic()))
     try:
         fn(*args)
@@ -293,7 +294,6 @@ class CheckRun:
                        layers=dict(self.res.layers or {}), calls=self.recorded, notes=list(self.res.notes))
 
     def _attempt(self, compiled: CompiledTest, use_prefetch: bool, t0: float) -> Verdict | None:
-        self._reset()
         memory = self.res.memory
         oom_before = 0
         if memory is not None:
