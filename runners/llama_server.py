@@ -50,6 +50,17 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec (Linux): SIGTERM when the process that started it dies, so a
+    killed run leaves no server behind."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _tail(path: Path, n: int = LOG_TAIL) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")[-n:]
@@ -107,7 +118,8 @@ class LlamaServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True)
+                                         start_new_session=True,
+                                         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         try:
             self._wait_ready()
         except BaseException:

@@ -64,3 +64,41 @@ def test_missing_server_modules_names_them(monkeypatch):
 def test_the_server_extra_is_installed():
     # `make test` installs the server extra; the slow mem0 test starts the real server
     assert missing_server_modules() == []
+
+
+def test_the_server_dies_with_the_process_that_started_it(tmp_path, stub_env):
+    import subprocess
+    import sys
+    import textwrap
+
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF")
+    script = textwrap.dedent(f"""
+        import sys
+        from runners.llama_server import LlamaServer
+        srv = LlamaServer({str(model)!r}, module="stub_llama_server", log_path={str(tmp_path / 'log.txt')!r}).start()
+        print(srv.proc.pid, srv.base_url, flush=True)
+        sys.stdin.read()                     # wait until the test kills us
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              cwd=str(HERE.parent.parent))
+    pid, url = parent.stdout.readline().split()
+    assert httpx.get(url + "/models").status_code == 200
+    parent.kill()                            # no chance to run stop()
+    parent.wait()
+    import os
+    import time
+
+    for _ in range(200):                     # bounded wait for the kernel's death signal to land
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            break
+        try:
+            os.waitpid(int(pid), os.WNOHANG)
+        except ChildProcessError:
+            pass
+        time.sleep(0.05)
+    else:
+        os.kill(int(pid), 9)
+        raise AssertionError("the server outlived the process that started it")
