@@ -219,12 +219,13 @@ class LlamaCppEngine:
             "n_ctx": self.n_ctx, "n_threads": self.n_threads, "chat_template": self.template_source,
             "state_cache_mb": self.state_cache_mb if self._states is not None else 0,
             "sampler": {"unset": "temperature 0.8, top_p/top_k/min_p off", "repeat_penalty": 1.0},
-            "llama_cpp_version": _llama_cpp_version(),
+            "build": build_info(),
         }
 
     def cache_identity(self) -> dict[str, Any]:
         asset = find_asset(self.model_spec)
-        ident: dict[str, Any] = {"n_ctx": self.n_ctx}
+        # replies depend on the build's kernels: a cache made by another build must not answer
+        ident: dict[str, Any] = {"n_ctx": self.n_ctx, "kernels": build_info()["system_info"]}
         if asset is not None and asset.sha256:
             ident["sha256"] = asset.sha256
         else:  # a local file: tell apart different files that share a name
@@ -312,6 +313,43 @@ def _llama_cpp_version() -> str | None:
         return getattr(llama_cpp, "__version__", None)
     except ImportError:  # pragma: no cover
         return None
+
+
+CPU_FEATURES = ("avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16",
+                "amx_tile", "sve", "neon", "asimd")
+
+
+def build_info() -> dict[str, Any]:
+    """Which kernels this llama.cpp build uses and what the CPU offers. Greedy replies depend on
+    the build's kernels (an AVX-512 build and an AVX2 build of the same version write different
+    transcripts for the same prompts), so a run records both."""
+    info: dict[str, Any] = {"llama_cpp_version": _llama_cpp_version()}
+    try:
+        import llama_cpp
+        info["system_info"] = llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip()
+    except (ImportError, AttributeError):  # pragma: no cover
+        info["system_info"] = None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        text = ""
+    info["cpu"] = cpu_from_cpuinfo(text)
+    return info
+
+
+def cpu_from_cpuinfo(text: str) -> dict[str, Any]:
+    """The CPU's model name and which of :data:`CPU_FEATURES` it has, from ``/proc/cpuinfo``
+    text (x86 writes ``model name``/``flags``, ARM ``Model``/``Features``)."""
+    model, flags = None, set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in ("model name", "Model") and model is None:
+            model = value.strip()
+        elif key in ("flags", "Features") and not flags:
+            flags = set(value.split())
+    return {"model": model, "features": [f for f in CPU_FEATURES if f in flags]}
 
 
 __all__ = ["LlamaCppEngine", "ASSETS"]

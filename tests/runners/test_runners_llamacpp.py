@@ -163,3 +163,26 @@ def test_real_embedded_model_two_conversations(cache_path):
     third = run_episodes({k: episode(v) for k, v in questions.items()}, {"assistant": fresh}, progress=False)
     assert {k: [t[0] for t in o.result] for k, o in third.items()} == texts
     fresh.close()
+
+
+def test_build_record_names_kernels_and_cpu(fake_engine, monkeypatch):
+    """config.json's engine record says which kernels replied; the cache key changes with them."""
+    from runners import llamacpp
+    eng, _ = fake_engine
+    build = eng.describe()["build"]
+    assert build["llama_cpp_version"] == "0.3.36"
+    assert "AVX2 = 1" in build["system_info"] or "NEON = 1" in build["system_info"]
+    key = eng.cache_identity()
+    assert key["kernels"] == build["system_info"]
+    monkeypatch.setattr(llamacpp, "build_info", lambda: {**build, "system_info": "CPU : AVX512 = 1 |"})
+    assert eng.cache_identity() != key
+
+
+def test_cpu_features_from_cpuinfo_text():
+    from runners.llamacpp import cpu_from_cpuinfo
+    x86 = ("processor\t: 0\nmodel name\t: Some Xeon\nflags\t\t: fpu sse avx avx2 fma f16c avx512f\n\n"
+           "processor\t: 1\nmodel name\t: Some Xeon\nflags\t\t: fpu\n")
+    assert cpu_from_cpuinfo(x86) == {"model": "Some Xeon", "features": ["avx", "avx2", "fma", "f16c", "avx512f"]}
+    arm = "processor\t: 0\nFeatures\t: fp asimd sve\nModel\t: Board X\n"
+    assert cpu_from_cpuinfo(arm) == {"model": "Board X", "features": ["sve", "asimd"]}
+    assert cpu_from_cpuinfo("") == {"model": None, "features": []}
