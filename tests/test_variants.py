@@ -154,3 +154,19 @@ def test_rendered_tests_parse_and_define_check():
         for v in record["variants"]:
             tree = ast.parse(v["test"])
             assert any(isinstance(n, ast.FunctionDef) and n.name == "check" for n in tree.body)
+
+
+def test_sessions_needing_a_non_humaneval_value_fail_canonical_and_pass_the_reference(capa_data, pool):
+    """25 random held-out sessions whose variant is not HumanEval's behaviour: HumanEval's canonical
+    solution fails the session's tests and the variant's reference passes them."""
+    import random
+
+    need = [s for s in sorted(capa_data.heldout.values(), key=lambda s: s.session_id)
+            if not capa_data.variants[s.variant_id]["humaneval"]]
+    assert len(need) >= 200
+    for s in random.Random(25).sample(need, 25):
+        p, task = capa_data.problem(s), capa_data.tasks[s.task_id]
+        canonical = pool.check(task.prompt + task.canonical_solution, p.test, p.entry_point, prelude=p.prelude)
+        reference = pool.check(p.reference, p.test, p.entry_point, prelude=p.prelude)
+        assert canonical.status == "failed", (s.session_id, s.variant_id, canonical.status)
+        assert reference.passed, (s.session_id, s.variant_id, reference.status, reference.failure)
