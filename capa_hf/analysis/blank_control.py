@@ -24,7 +24,8 @@ from capa_hf.errors import CapaError
 from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.conditions import HISTORY_STOPS
 from capa_hf.evaluation.metrics import metric_block, trial_block
-from capa_hf.evaluation.records import RESULTS, append, complete, prepare_out, read_records, rewrite
+from capa_hf.evaluation.records import (RESULTS, append, complete, outcome_record, prepare_out, read_records,
+                                        rewrite)
 from capa_hf.evaluation.run import MAX_ERROR_SHARE, TooManyErrors, _extra_sampling, _make_engine
 from capa_hf.evaluation.summary_md import summary_markdown
 from capa_hf.humaneval import humaneval_path, load_tasks
@@ -134,13 +135,7 @@ def run_blank_control(config: EvalConfig, out: Path, engine: Any = None, progres
     try:
         with CompletionCache(str(out / "cache.sqlite")) as cache, open(results, "a", encoding="utf-8") as fh:
             def on_done(key: str, outcome) -> None:
-                rec = task_facts(meta[key])
-                if outcome.error:
-                    rec.update({"trial": int(key.rsplit("#", 1)[1]), "incomplete": True,
-                                "error": {"error": outcome.error}, "submissions": [], "success_turn": None,
-                                "solved": False})
-                else:
-                    rec.update(outcome.result)
+                rec = outcome_record(task_facts(meta[key]), outcome, int(key.rsplit("#", 1)[1]))
                 append(fh, rec)
                 if rec.get("incomplete"):
                     failed.append(rec)

@@ -44,6 +44,19 @@ def rewrite(path: Path, records: dict[str, dict]) -> None:
     tmp.replace(path)
 
 
+def outcome_record(base: dict, outcome, trial: int) -> dict:
+    """One finished episode's record: `base` (what the run knows of the session) with the
+    episode's result, or, when the episode raised (an engine error, never the model's), an
+    *incomplete* record that the metrics leave out and a rerun retries."""
+    rec = dict(base)
+    if outcome.error:
+        rec.update({"trial": trial, "incomplete": True, "error": {"error": outcome.error},
+                    "submissions": [], "success_turn": None, "solved": False})
+    else:
+        rec.update(outcome.result)
+    return rec
+
+
 def append(fh, record: dict) -> None:
     fh.write(json.dumps(record, ensure_ascii=False) + "\n")
     fh.flush()

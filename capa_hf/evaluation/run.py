@@ -27,7 +27,8 @@ from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions import HISTORY_STOPS, ConditionEnv, get_condition
 from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.metrics import summarize
-from capa_hf.evaluation.records import RESULTS, append, complete, prepare_out, read_records, record_key, rewrite
+from capa_hf.evaluation.records import (RESULTS, append, complete, outcome_record, prepare_out, read_records,
+                                        record_key, rewrite)
 from capa_hf.evaluation.summary_md import summary_markdown
 from capa_hf.prompts import prompt_text
 from capa_hf.schema import Session
@@ -192,12 +193,7 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
 
             def on_done(key: str, outcome) -> None:
                 t, trial = meta[key]
-                rec = session_facts(t, config, contexts[t.session_id])
-                if outcome.error:   # the episode itself raised: our bug or the engine's, never the model's
-                    rec.update({"trial": trial, "incomplete": True, "error": {"error": outcome.error},
-                                "submissions": [], "success_turn": None, "solved": False})
-                else:
-                    rec.update(outcome.result)
+                rec = outcome_record(session_facts(t, config, contexts[t.session_id]), outcome, trial)
                 append(fh, rec)
                 if rec.get("incomplete"):
                     incomplete.append(rec)
