@@ -12,6 +12,9 @@ N_MECHANISMS = 6
 MAX_TURNS = 8                    # assistant turns per session; an unsolved session counts as 8
 EVAL_MAX_TOKENS = 768            # reply budget of the model under test per turn
 DEMO_MAX_TOKENS = 384            # the embedded model in `make demo`
+# A reply ends where its first fenced code block that defines a function closes: the text after
+# it is not part of the transcript (llama.cpp stops decoding there; other engines' text is cut).
+STOP_AFTER_FENCE = "def "
 STAGE2_MAX_TOKENS = 1024         # an engine playing the Stage 2 assistant
 BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95

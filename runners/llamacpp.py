@@ -37,7 +37,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .model_assets import ASSETS, ensure_model, find_asset
-from .thinking import split_reply
+from .thinking import cut_after_fence, split_reply
 from .types import ChatRequest, ChatResult
 
 DEFAULT_TEMPERATURE = 0.8  # llama.cpp's own default, used when Sampling.temperature is None
@@ -269,6 +269,7 @@ class LlamaCppEngine:
                 repeat_penalty=1.0,
                 seed=s.seed,
                 stop=stop,
+                **self._fence_stop(n_prompt, s.stop_after_fence),
             )
         except Exception as exc:
             return ChatResult.failure(f"llama.cpp generation failed: {type(exc).__name__}: {exc}",
@@ -278,7 +279,7 @@ class LlamaCppEngine:
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         rep = split_reply(choice.get("text") or "", "length" if choice.get("finish_reason") == "length" else "stop",
-                          stop=s.stop)
+                          stop=s.stop, stop_after_fence=s.stop_after_fence)
         return ChatResult(
             text=rep.text,
             finish_reason=rep.finish_reason,
@@ -288,6 +289,23 @@ class LlamaCppEngine:
             cached_tokens=cached,
             latency_s=time.perf_counter() - t0,
         )
+
+    def _fence_stop(self, n_prompt: int, needle: str | None) -> dict[str, Any]:
+        """Stop decoding once a code block holding ``needle`` has closed (``stop_after_fence``):
+        the tokens after it would be cut anyway. Checked only when the newest token has a backtick."""
+        if not needle or not hasattr(self.llm, "detokenize"):
+            return {}
+        from llama_cpp import StoppingCriteriaList
+
+        llm = self.llm
+
+        def closed(ids, _logits) -> bool:
+            if len(ids) <= n_prompt or b"`" not in llm.detokenize([int(ids[-1])]):
+                return False
+            text = llm.detokenize([int(t) for t in ids[n_prompt:]]).decode("utf-8", "replace")
+            return cut_after_fence(text, needle) is not None
+
+        return {"stopping_criteria": StoppingCriteriaList([closed])}
 
     def generate(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
         # serve in prefix order so the KV cache's common prefix is reused; answer in input order

@@ -200,6 +200,7 @@ class OpenAIEngine:
         finish = "length" if reason == "length" else "stop"
         parsed_by_server = bool(reasoning)
         rep = split_reply(content, finish, stop=request.sampling.stop, strip=self.strip_thinking,
+                          stop_after_fence=request.sampling.stop_after_fence,
                           expect_thinking=self.enable_thinking is True and not parsed_by_server)
         cut = rep.cut_in_thinking or (parsed_by_server and finish == "length" and not content.strip())
         thinking = "\n".join(t for t in (reasoning, rep.thinking) if t)

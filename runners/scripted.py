@@ -16,7 +16,7 @@ import hashlib
 import time
 from typing import Any, Callable, Mapping, Sequence
 
-from .thinking import cut_at_stop
+from .thinking import cut_after_fence, cut_at_stop
 from .types import ChatRequest, ChatResult, messages_json
 
 
@@ -94,6 +94,7 @@ class ScriptedEngine:
         if isinstance(reply, ChatResult):
             return reply
         text, _ = cut_at_stop(str(reply), request.sampling.stop)
+        text = cut_after_fence(text, request.sampling.stop_after_fence) or text
         finish = "stop"
         words = text.split()
         if len(words) > request.sampling.max_tokens:

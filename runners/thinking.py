@@ -14,6 +14,7 @@ generation: the answer is cut at the first stop string and the finish reason bec
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -55,8 +56,22 @@ class Reply:
     cut_in_thinking: bool   # the reply ended before ``</think>``
 
 
+_FENCED = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
+
+
+def cut_after_fence(text: str, needle: str | None) -> str | None:
+    """``text`` up to and including the closing fence of its first fenced block whose body holds
+    ``needle``; None when no such block has closed yet (or ``needle`` is None)."""
+    if not needle or "```" not in text:
+        return None
+    for m in _FENCED.finditer(text):
+        if needle in m.group(1):
+            return text[:m.end()]
+    return None
+
+
 def split_reply(raw: str, finish_reason: str, *, stop: Sequence[str] = (), expect_thinking: bool = False,
-                strip: bool = True) -> Reply:
+                strip: bool = True, stop_after_fence: str | None = None) -> Reply:
     """Split a raw completion into its visible answer and thinking, then apply ``stop``.
 
     A reply that opens ``<think>`` and never closes it was cut inside the thinking.  With
@@ -64,6 +79,7 @@ def split_reply(raw: str, finish_reason: str, *, stop: Sequence[str] = (), expec
     reply has only ``</think>``) a ``length`` reply without ``</think>`` counts as cut too; a
     reply that ended normally with no think markers at all is taken as a plain answer.
     ``strip=False`` keeps the raw text (no thinking split) and only applies the stop strings.
+    ``stop_after_fence`` then ends the visible text after its first closed code block holding it.
     """
     thinking, cut = "", False
     text = raw
@@ -79,6 +95,12 @@ def split_reply(raw: str, finish_reason: str, *, stop: Sequence[str] = (), expec
         text, hit = cut_at_stop(text, stop)
         if hit and finish_reason != "error":
             finish_reason = "stop"
+    if not cut and stop_after_fence:
+        head = cut_after_fence(text, stop_after_fence)
+        if head is not None:
+            text = head
+            if finish_reason != "error":
+                finish_reason = "stop"
     return Reply(text=text, finish_reason=finish_reason, thinking=thinking, cut_in_thinking=cut)
 
 

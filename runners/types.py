@@ -47,6 +47,10 @@ class Sampling:
     stop: tuple[str, ...] = ()
     top_k: int | None = None
     min_p: float | None = None
+    # end the reply right after its first fenced ``` block whose body contains this string (e.g.
+    # "def "): what follows a finished code block is not generated (llama.cpp stops there) or
+    # is cut (every other engine), so all engines return the same text
+    stop_after_fence: str | None = None
 
     def __post_init__(self) -> None:
         stop = self.stop
@@ -69,10 +73,14 @@ class Sampling:
             raise ValueError(f"Sampling.max_tokens must be an int >= 1, got {self.max_tokens!r}")
         if self.seed is not None and not _is_int(self.seed):
             raise ValueError(f"Sampling.seed must be an int or None, got {self.seed!r}")
+        if self.stop_after_fence is not None and not (isinstance(self.stop_after_fence, str) and self.stop_after_fence):
+            raise ValueError(f"Sampling.stop_after_fence must be a non-empty string or None, got {self.stop_after_fence!r}")
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["stop"] = list(self.stop)
+        if d["stop_after_fence"] is None:   # unset: the keys of caches made before the field stay valid
+            del d["stop_after_fence"]
         return d
 
     def overrides(self) -> dict[str, Any]:

@@ -146,6 +146,7 @@ class VllmCore:
             return ChatResult.failure(f"vLLM finished with reason {reason!r}", prompt_tokens=n_prompt,
                                       latency_s=latency).to_dict()
         rep = split_reply(getattr(comp, "text", "") or "", finish, stop=s.stop, strip=self.strip,
+                          stop_after_fence=s.stop_after_fence,
                           expect_thinking=self.expect_thinking)
         return ChatResult(text=rep.text, finish_reason=rep.finish_reason, prompt_tokens=n_prompt,
                           completion_tokens=len(out_ids) if out_ids is not None else 0,

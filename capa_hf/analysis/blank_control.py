@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Generator
 
 from capa_hf.data_files import read_yaml
+from capa_hf.defaults import STOP_AFTER_FENCE
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.conditions import HISTORY_STOPS
@@ -121,7 +122,8 @@ def run_blank_control(config: EvalConfig, out: Path, engine: Any = None, progres
     jobs = [(t, k) for t in tasks for k in range(config.samples) if f"{t.task_id}#{k}" not in done]
     budget = config.max_errors if config.max_errors is not None else max(1, math.ceil(MAX_ERROR_SHARE * len(jobs)))
     sampling = _extra_sampling(Sampling(temperature=config.temperature, max_tokens=config.max_tokens,
-                                        seed=config.seed, stop=HISTORY_STOPS), config)
+                                        seed=config.seed, stop=HISTORY_STOPS, stop_after_fence=STOP_AFTER_FENCE),
+                               config)
     system, lines, judge = prompt_text("assistant_system"), debugger_lines(), SandboxJudge()
     meta = {f"{t.task_id}#{k}": t for t, k in jobs}
     stats, failed, t0 = RunStats(), [], time.perf_counter()

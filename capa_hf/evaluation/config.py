@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from capa_hf.defaults import EVAL_MAX_TOKENS, MAX_TURNS
+from capa_hf.defaults import EVAL_MAX_TOKENS, MAX_TURNS, STOP_AFTER_FENCE
 from capa_hf.evaluation.conditions import HISTORY_STOPS
 
 
@@ -43,4 +43,5 @@ class EvalConfig:
         d = asdict(self)
         d["cells"] = list(self.cells) if self.cells else None
         d["stop"] = list(HISTORY_STOPS)
+        d["stop_after_fence"] = STOP_AFTER_FENCE
         return d

@@ -23,6 +23,7 @@ from runners.types import Sampling
 
 from capa_hf.content import load_user_lines
 from capa_hf.dataset.load import LoadedDataset, load_capa
+from capa_hf.defaults import STOP_AFTER_FENCE
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions import HISTORY_STOPS, ConditionEnv, get_condition
 from capa_hf.evaluation.config import EvalConfig
@@ -162,7 +163,7 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
     user_lines = load_user_lines()
     base_prompt = prompt_text("assistant_system")
     sampling = Sampling(temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed,
-                        stop=HISTORY_STOPS)
+                        stop=HISTORY_STOPS, stop_after_fence=STOP_AFTER_FENCE)
     sampling = _extra_sampling(sampling, config)
     jobs = [(t, trial) for t in targets for trial in range(config.samples)
             if f"{t.session_id}#{trial}" not in done]

@@ -6,6 +6,7 @@ import pytest
 
 from runners import ChatRequest, CompletionCache, RunStats, Sampling, make_engine, run_episodes
 from runners.llamacpp import CHATML_TEMPLATE
+from runners.thinking import cut_after_fence
 
 pytest.importorskip("llama_cpp")
 
@@ -186,3 +187,22 @@ def test_cpu_features_from_cpuinfo_text():
     arm = "processor\t: 0\nFeatures\t: fp asimd sve\nModel\t: Board X\n"
     assert cpu_from_cpuinfo(arm) == {"model": "Board X", "features": ["sve", "asimd"]}
     assert cpu_from_cpuinfo("") == {"model": None, "features": []}
+
+
+@pytest.mark.slow
+def test_real_model_stops_decoding_where_the_code_block_closes(cache_path):
+    """stop_after_fence: llama.cpp stops once the block has closed, and the text is the uncut
+    reply's head, so every engine's transcript is the same."""
+    eng = make_engine("llamacpp", state_cache_mb=0)
+    ask = [{"role": "user", "content": "Python: write def square(x) in a code block. After the block, say what "
+                                       "square(3) returns."}]
+
+    def cold(sampling):   # no reused prefix: a cached prefix changes llama.cpp's floats, and greedy picks
+        eng.llm.reset()
+        return eng.generate([ChatRequest.from_messages(ask, sampling)])[0]
+
+    full = cold(Sampling(max_tokens=120))
+    cut = cold(Sampling(max_tokens=120, stop_after_fence="def "))
+    assert "def square" in cut.text and cut.text.endswith("```") and cut.finish_reason == "stop"
+    assert cut.text == cut_after_fence(full.text, "def ") and len(full.text) > len(cut.text)
+    assert cut.completion_tokens < full.completion_tokens     # decoding stopped, not just the text cut

@@ -105,3 +105,41 @@ def test_split_reply_earliest_stop_and_no_strip():
     assert split_reply("x B y A z", "stop", stop=("A", "B")).text == "x "
     assert split_reply("<think>t</think>a", "stop", strip=False).text == "<think>t</think>a"
     assert template_thinks("{% if enable_thinking %}") and template_thinks("<think>") and not template_thinks(None)
+
+
+FENCED = "Here it is:\n```python\ndef f(x):\n    return x\n```\nIt returns x. Also:\n```python\nprint(f(1))\n```\n"
+
+
+def test_cut_after_fence_ends_at_the_first_closed_block_with_the_needle():
+    from runners.thinking import cut_after_fence
+    assert cut_after_fence(FENCED, "def ") == "Here it is:\n```python\ndef f(x):\n    return x\n```"
+    # a block without the needle does not end the reply; the one after it does
+    usage_first = "```python\nprint(1)\n```\nthen\n```\ndef g():\n    pass\n```\nbye"
+    assert cut_after_fence(usage_first, "def ") == usage_first[:usage_first.index("bye") - 1]
+    assert cut_after_fence("```python\ndef f(x):\n    return x\n", "def ") is None    # not closed yet
+    assert cut_after_fence("no code at all", "def ") is None
+    assert cut_after_fence(FENCED, None) is None
+
+
+def test_split_reply_applies_stop_after_fence_after_the_stop_strings_and_thinking():
+    rep = split_reply("<think>```python\ndef no():\n```</think>" + FENCED, "length", stop_after_fence="def ")
+    assert rep.text.endswith("    return x\n```") and "It returns x" not in rep.text
+    assert rep.finish_reason == "stop"                       # a finished block is a finished reply
+    assert split_reply(FENCED, "stop").text == FENCED          # unset: nothing is cut
+    rep = split_reply("```python\ndef f():\n<user> x\n```", "stop", stop=("<user>",), stop_after_fence="def ")
+    assert rep.text == "```python\ndef f():\n"                # the stop string came first
+
+
+def test_stop_after_fence_is_validated_and_only_keyed_when_set():
+    with pytest.raises(ValueError, match="stop_after_fence"):
+        Sampling(stop_after_fence="")
+    assert "stop_after_fence" not in Sampling().to_dict()       # caches made before the field still hit
+    s = Sampling(stop_after_fence="def ")
+    assert s.to_dict()["stop_after_fence"] == "def " and Sampling.from_dict(s.to_dict()) == s
+
+
+def test_the_scripted_engine_cuts_after_the_fence_like_real_engines():
+    from runners import ScriptedEngine
+    eng = ScriptedEngine(fn=lambda messages: FENCED, model="s")
+    req = ChatRequest.from_messages([{"role": "user", "content": "q"}], Sampling(stop_after_fence="def "))
+    assert eng.generate([req])[0].text == FENCED[:FENCED.index("\nIt returns")]
