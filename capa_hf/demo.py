@@ -4,19 +4,16 @@ Runs `capa eval` twice (conditions `none` and `same-user`) on the committed data
 embedded llama.cpp engine (Qwen2.5-Coder-0.5B-Instruct, assembled from its PyPI packages on first
 use), prints the two rows side by side and leaves both runs under runs/.
 
-The two runs go side by side, one process each with half the cores: on a 2-core machine two
-one-thread llama.cpp processes decode about 1.3x faster together than one two-thread process,
-and the thread count does not change a greedy transcript. `--sequential` runs them one after
-the other in this process instead.
+Each run builds its own engine, so its transcripts are exactly those of
+`capa eval --model llamacpp --condition <c> --cells <cell> --max-tokens 384` run on its own: a
+llama.cpp engine that served other prompts first may reuse a cached prefix, which changes its
+floating-point sums and so, now and then, a greedy token.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
-import os
-import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -29,44 +26,19 @@ DEFAULT_CELL = "C01"
 CONDITIONS = ("none", "same-user")
 
 
-def _config(model: str, condition: str, cell: str, max_tokens: int, threads: int | None) -> EvalConfig:
-    args = {"n_threads": threads} if threads else {}
-    return EvalConfig(model=model, condition=condition, cells=(cell,), max_tokens=max_tokens, engine_args=args)
-
-
-def _one_run(config: EvalConfig, out: str) -> dict:
-    """A child process: its own engine (built from config.engine_args) and one run."""
+def run_demo(model: str, cell: str, out: Path, max_tokens: int = DEMO_MAX_TOKENS,
+             engine_args: dict | None = None, data=None, progress: bool = True) -> dict[str, dict]:
+    """Both runs, one after the other, each with a fresh engine; their summaries by run name."""
     from capa_hf.evaluation.run import run_eval
 
-    return run_eval(config, Path(out), progress=False)
-
-
-def _calls(run: Path) -> int:
-    """Model calls a run has finished so far (its completion cache), for the progress line."""
-    try:
-        with sqlite3.connect(f"file:{run / 'cache.sqlite'}?mode=ro", uri=True, timeout=1) as db:
-            return int(db.execute("select count(*) from completions").fetchone()[0])
-    except sqlite3.Error:
-        return 0
-
-
-def _done(run: Path) -> int:
-    try:
-        return sum(1 for line in (run / "sessions.jsonl").read_text().splitlines() if line.strip())
-    except OSError:
-        return 0
-
-
-def side_by_side(configs: dict[str, EvalConfig], outs: dict[str, Path], t0: float) -> dict[str, dict]:
-    ctx = multiprocessing.get_context("spawn")   # a fresh interpreter: no forked llama.cpp or OpenMP state
-    with ctx.Pool(len(configs)) as pool:
-        pending = {name: pool.apply_async(_one_run, (cfg, str(outs[name]))) for name, cfg in configs.items()}
-        while not all(p.ready() for p in pending.values()):
-            time.sleep(10)
-            line = " | ".join(f"{outs[n].name}: {_calls(outs[n])} model calls, {_done(outs[n])}/5 sessions done"
-                              for n in configs)
-            print(f"[{time.perf_counter() - t0:5.0f} s] {line}", file=sys.stderr, flush=True)
-        return {outs[name].name: p.get() for name, p in pending.items()}
+    summaries = {}
+    for condition in CONDITIONS:
+        cfg = EvalConfig(model=model, condition=condition, cells=(cell,), max_tokens=max_tokens,
+                         engine_args=dict(engine_args or {}))
+        run = out / f"demo-{cell}-{condition}"
+        print(f"\n== {condition}: 5 held-out sessions of {cell} -> {run}", file=sys.stderr)
+        summaries[run.name] = run_eval(cfg, run, data=data, progress=progress)
+    return summaries
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,11 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="llamacpp")
     p.add_argument("--out", default="runs")
     p.add_argument("--max-tokens", type=int, default=DEMO_MAX_TOKENS)
-    p.add_argument("--sequential", action="store_true", help="one run after the other, in this process")
     args = p.parse_args(argv)
-
-    from runners import make_engine
-    from runners.model_assets import ensure_model
 
     from capa_hf.dataset.load import load_capa
 
@@ -89,33 +57,20 @@ def main(argv: list[str] | None = None) -> int:
     held = [s for s in data.heldout.values() if s.cell_id == args.cell]
     if not held:
         raise SystemExit(f"--cell {args.cell!r}: no held-out sessions; cells are C01..C60")
-    outs = {c: Path(args.out) / f"demo-{args.cell}-{c}" for c in CONDITIONS}
-    if args.sequential:
-        from capa_hf.evaluation.run import run_eval
+    if args.model.split(":", 1)[0] == "llamacpp":
+        from runners.model_assets import ensure_model
 
-        print(f"loading {args.model} ...", file=sys.stderr)
-        engine = make_engine(args.model)
-        summaries = {}
-        for c in CONDITIONS:
-            print(f"\n== {c}: 5 held-out sessions of {args.cell} -> {outs[c]}", file=sys.stderr)
-            cfg = _config(args.model, c, args.cell, args.max_tokens, None)
-            summaries[outs[c].name] = run_eval(cfg, outs[c], engine=engine, data=data)
-    else:
-        threads = None
-        if args.model.split(":", 1)[0] == "llamacpp":
-            print("assembling the embedded model from its packages (first run only) ...", file=sys.stderr)
-            ensure_model(args.model.partition(":")[2] or None)
-            threads = max(1, len(os.sched_getaffinity(0)) // len(CONDITIONS))
-        print(f"model ready in {time.perf_counter() - t0:.1f} s; running {' and '.join(CONDITIONS)} side by side "
-              f"({threads or 'default'} thread(s) each) -> {outs['none'].parent}/demo-{args.cell}-*", file=sys.stderr)
-        configs = {c: _config(args.model, c, args.cell, args.max_tokens, threads) for c in CONDITIONS}
-        summaries = side_by_side(configs, outs, t0)
+        print("assembling the embedded model from its packages (first run only) ...", file=sys.stderr)
+        ensure_model(args.model.partition(":")[2] or None)
+        print(f"model ready in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    summaries = run_demo(args.model, args.cell, Path(args.out), args.max_tokens, data=data)
     print()
     print(comparison_table(summaries))
     full = sum(all(h.resolvable_from_history for h in s.hidden_items) for s in held)
     print(f"oracle bound for {args.cell}: FT-ES {100 * full / len(held):.0f}% (an assistant that applies every "
           f"convention this user showed in history and asks nothing solves {full} of {len(held)} at turn 1)")
-    build = json.loads((outs["none"] / "config.json").read_text()).get("engine", {}).get("build")
+    first = Path(args.out) / f"demo-{args.cell}-{CONDITIONS[0]}" / "config.json"
+    build = json.loads(first.read_text()).get("engine", {}).get("build")
     if build:
         print(f"llama.cpp {build.get('llama_cpp_version')}: {build.get('system_info')}; "
               f"CPU {(build.get('cpu') or {}).get('model')}")

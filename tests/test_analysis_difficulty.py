@@ -77,3 +77,13 @@ def test_cli_label_difficulty(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "1 simple (33.3%), 1 moderate (33.3%), 1 complex (33.3%)" in out
     assert read_labels(tmp_path / "lab" / "difficulty.json")["labels"]["S3"] == "complex"
+
+
+def test_unsolved_is_complex_even_when_the_run_had_a_smaller_turn_budget(tmp_path):
+    """A run cut at 3 turns: its unsolved sessions count as the full 8 turns, not as 3 (moderate)."""
+    recs = [record("S1", 3), record("S2", None)]
+    run = write_run(tmp_path / "short", "none", recs, max_turns=3)
+    labels = labels_from_run(run)
+    assert labels["source"]["max_turns"] == 3
+    assert labels["labels"] == {"S1": "moderate", "S2": "complex"}
+    assert labels["turns"]["S2"] == 8.0

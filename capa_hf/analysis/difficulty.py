@@ -2,7 +2,9 @@
 
 A session's label comes from its turns to first success under the `none` condition: 1-2 is
 simple, 3-4 moderate, 5-8 or unsolved complex. With several trials, the turns are averaged
-over trials first (unsolved = the turn budget), then cut at 2 and 4.
+over trials first, an unsolved trial counting as the protocol's full budget (8 turns, whatever
+the run's own --max-turns: a run cut at 3 turns must not call its unsolved sessions moderate),
+then cut at 2 and 4.
 
 `capa label-difficulty RUN --out DIR` writes DIR/difficulty.json: the labels, the rule, and
 the source run (model, config hash, dataset version and manifest), which every table, summary
@@ -17,12 +19,13 @@ from pathlib import Path
 from typing import Mapping
 
 from capa_hf.analysis.results import Run, as_runs, sessions_df
+from capa_hf.defaults import MAX_TURNS
 from capa_hf.errors import CapaError
 
 LEVELS = ("simple", "moderate", "complex")
 FORMAT = "capa-difficulty-labels/1"
 FILENAME = "difficulty.json"
-RULE = ("turns to first success under no history (mean over trials; unsolved = the turn budget): "
+RULE = (f"turns to first success under no history (mean over trials; unsolved = {MAX_TURNS}, the full budget): "
         "<= 2 simple, <= 4 moderate, otherwise complex")
 
 
@@ -44,7 +47,7 @@ def labels_from_run(run: Run | str | Path) -> dict:
     df = sessions_df([run])
     if df.empty:
         raise CapaError(f"{run.path}: no scored sessions to label")
-    turns = df.groupby("session_id", sort=True)["ttc"].mean()
+    turns = df["success_turn"].astype("Float64").fillna(float(MAX_TURNS)).groupby(df["session_id"], sort=True).mean()
     labels = {sid: difficulty_label(t) for sid, t in turns.items()}
     counts = Counter(labels.values())
     return {
