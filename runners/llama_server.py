@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .engine import EngineUnavailable
+from .options import usable_cores
 
 SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings")
 SERVER_REQUIREMENT = "llama-cpp-python[server]==0.3.36"
@@ -82,7 +83,7 @@ class LlamaServer:
         self.n_ctx = int(n_ctx)
         self.host = host
         self.port = int(port) if port else None
-        self.n_threads = n_threads
+        self.n_threads = int(n_threads or usable_cores())   # llama.cpp's server alone would take half
         self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="llama-server-", suffix=".log")[1])
         self.startup_timeout_s = float(startup_timeout_s)
         self.module = module
@@ -99,9 +100,7 @@ class LlamaServer:
     def argv(self) -> list[str]:
         args = [self.python, "-m", self.module, "--model", self.model_path, "--model_alias", self.alias,
                 "--n_ctx", str(self.n_ctx), "--host", self.host, "--port", str(self.port)]
-        if self.n_threads:
-            args += ["--n_threads", str(self.n_threads)]
-        return args + self.extra_args
+        return args + ["--n_threads", str(self.n_threads)] + self.extra_args
 
     def start(self) -> "LlamaServer":
         if self.proc is not None:

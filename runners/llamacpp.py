@@ -28,7 +28,9 @@ on what ran before it.  Reruns reproduce replies through the completion cache.
 
 from __future__ import annotations
 
+import copy
 import ctypes
+import functools
 import os
 import time
 from collections import OrderedDict
@@ -37,6 +39,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .model_assets import ASSETS, ensure_model, find_asset
+from .options import usable_cores
 from .thinking import cut_after_fence, split_reply
 from .types import ChatRequest, ChatResult
 
@@ -50,11 +53,6 @@ CHATML_TEMPLATE = (
 )
 
 
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover
-        return max(1, os.cpu_count() or 1)
 
 
 class _KVStateCache:
@@ -164,7 +162,7 @@ class LlamaCppEngine:
         asset = find_asset(self.model_spec)
         self.model = asset.key if asset is not None else os.path.basename(str(self.model_path))
         self.n_ctx = int(n_ctx)
-        self.n_threads = int(n_threads or _default_threads())
+        self.n_threads = int(n_threads or usable_cores())
         self.state_cache_mb = int(state_cache_mb)
         if llama_factory is None:
             try:
@@ -340,7 +338,13 @@ CPU_FEATURES = ("avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
 def build_info() -> dict[str, Any]:
     """Which kernels this llama.cpp build uses and what the CPU offers. Greedy replies depend on
     the build's kernels (an AVX-512 build and an AVX2 build of the same version write different
-    transcripts for the same prompts), so a run records both."""
+    transcripts for the same prompts), so a run records both. Read once per process: the
+    completion cache asks for it with every request's key."""
+    return copy.deepcopy(_build_info())
+
+
+@functools.lru_cache(maxsize=1)
+def _build_info() -> dict[str, Any]:
     info: dict[str, Any] = {"llama_cpp_version": _llama_cpp_version()}
     try:
         import llama_cpp

@@ -14,7 +14,6 @@ start or install.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,9 +106,7 @@ def memory_endpoint(spec: str | None, log_dir: Path | None = None, n_ctx: int = 
         raise CapaError(f"the memory LLM needs a context of at least {MIN_N_CTX} tokens (mem0's extraction "
                         f"prompt alone is about 8k), got n_ctx={n_ctx}")
     log = (Path(log_dir) / "memory-llm-server.log") if log_dir else None
-    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    server = LlamaServer(path, alias=Path(path).stem, n_ctx=n_ctx, n_threads=threads, log_path=log,
-                         startup_timeout_s=startup_timeout_s)   # its default is half the cores
+    server = LlamaServer(path, alias=Path(path).stem, n_ctx=n_ctx, log_path=log, startup_timeout_s=startup_timeout_s)
     try:
         server.start()
     except EngineUnavailable as exc:

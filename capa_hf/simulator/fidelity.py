@@ -124,9 +124,9 @@ def message_checks(message: str, *, reference: str, items: Iterable[HiddenItem],
                    revealed: Iterable[str], said_before: Sequence[str], persona: Persona,
                    max_words: int = MAX_WORDS, echo: frozenset[tuple[str, ...]] = frozenset(),
                    failing: str | None = None) -> list[Check]:
-    """`focus` is the item id to convey (None for the failing check or nothing left); `failing`
-    the failing check the message must quote (focus "failing_test")."""
-    """Every fidelity check on one message, in CHECK_NAMES order."""
+    """Every fidelity check on one message, in CHECK_NAMES order. `focus` is the item id to convey
+    (None for the failing check or nothing left); `failing` the failing check the message must
+    quote (focus "failing_test")."""
     items = list(items)
     out = [Check("not_empty", bool(message.strip()), "" if message.strip() else "the message is empty")]
     n_words = len(message.split())
@@ -164,7 +164,7 @@ def _conveys(message: str, clarification: str | None, failing: str | None, stock
         return Check("conveys_focus", share >= 0.5, "" if share >= 0.5 else "does not quote the failing check")
     if clarification is None:
         return Check("conveys_focus", True)
-    share, hits = leak_score(message, clarification, stock, set())
+    _, hits = leak_score(message, clarification, stock, set())
     words = {w for w in tokens(clarification) - stock - GENERIC if not w.isdigit()}
     ok = hits >= 1 or not (words or literals(clarification))
     return Check("conveys_focus", ok, "" if ok else "says nothing of the focus's clarification")
