@@ -14,6 +14,11 @@ recomputing its history after other conversations ran in between.  (llama-cpp-py
 ``LlamaRAMCache`` is not used: its saved states also copy a logits buffer of up to
 ``n_batch x n_vocab`` floats, ~300 MB each for Qwen's vocabulary.)
 
+Greedy requests (temperature 0) are decoded with prompt-lookup drafts
+(:mod:`runners.lookup_decoding`; ``lookup_draft`` tokens per step at most, default 16, 0 turns it
+off): the reply is still the greedy one, in fewer, batched steps when it repeats its context, as a
+revised submission does.  Other requests go through ``create_completion``.
+
 Sampling: temperature, top_p, top_k, min_p and the per-request seed go to llama.cpp
 (``create_completion(seed=...)`` reseeds its sampler, so distinct seeds give independent
 samples); a field left None is off (top_p 1, top_k 0, min_p 0), temperature None is
@@ -38,6 +43,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .lookup_decoding import DEFAULT_N_DRAFT, LookupStats, greedy_lookup_decode
 from .model_assets import ASSETS, ensure_model, find_asset
 from .options import usable_cores
 from .thinking import cut_after_fence, split_reply
@@ -152,11 +158,14 @@ class LlamaCppEngine:
         n_batch: int = 512,
         seed: int = 0,
         state_cache_mb: int = 1024,
+        lookup_draft: int = DEFAULT_N_DRAFT,
         chat_template: str | None = None,
         verbose: bool = False,
         llama_factory: Any = None,
         **llama_kwargs: Any,
     ) -> None:
+        if int(lookup_draft) < 0:
+            raise ValueError(f"lookup_draft must be >= 0 (0 turns prompt-lookup drafts off), got {lookup_draft!r}")
         self.model_spec = model or "default"
         self.model_path = ensure_model(model)
         asset = find_asset(self.model_spec)
@@ -164,6 +173,8 @@ class LlamaCppEngine:
         self.n_ctx = int(n_ctx)
         self.n_threads = int(n_threads or usable_cores())
         self.state_cache_mb = int(state_cache_mb)
+        self.lookup_draft = int(lookup_draft)
+        self.lookup_stats = LookupStats()
         if llama_factory is None:
             try:
                 from llama_cpp import Llama
@@ -216,6 +227,7 @@ class LlamaCppEngine:
             "engine": self.name, "model": self.model, "model_path": str(self.model_path),
             "n_ctx": self.n_ctx, "n_threads": self.n_threads, "chat_template": self.template_source,
             "state_cache_mb": self.state_cache_mb if self._states is not None else 0,
+            "lookup_draft": self._lookup_n(),
             "sampler": {"unset": "temperature 0.8, top_p/top_k/min_p off", "repeat_penalty": 1.0},
             "build": build_info(),
         }
@@ -224,6 +236,8 @@ class LlamaCppEngine:
         asset = find_asset(self.model_spec)
         # replies depend on the build's kernels: a cache made by another build must not answer
         ident: dict[str, Any] = {"n_ctx": self.n_ctx, "kernels": build_info()["system_info"]}
+        if self._lookup_n():  # batched verification may resolve a near-tie the other way
+            ident["lookup_draft"] = self._lookup_n()
         if asset is not None and asset.sha256:
             ident["sha256"] = asset.sha256
         else:  # a local file: tell apart different files that share a name
@@ -256,6 +270,8 @@ class LlamaCppEngine:
         s = request.sampling
         stop = [self.eos_token] if self.eos_token else []
         stop += [x for x in s.stop if x not in stop]
+        if s.temperature == 0 and self._lookup_n():
+            return self._greedy(tokens, s, stop, cached, t0)
         try:
             out = self.llm.create_completion(
                 prompt=tokens,
@@ -287,6 +303,30 @@ class LlamaCppEngine:
             cached_tokens=cached,
             latency_s=time.perf_counter() - t0,
         )
+
+    def _lookup_n(self) -> int:
+        """Draft tokens per step for greedy requests; 0 when off or the model is not llama.cpp's."""
+        return self.lookup_draft if llama_factory_is_real(self.llm) else 0
+
+    def _greedy(self, tokens: list[int], s: Any, stop: list[str], cached: int, t0: float) -> ChatResult:
+        """A greedy request, decoded with prompt-lookup drafts (:mod:`runners.lookup_decoding`)."""
+        n_prompt = len(tokens)
+        needle = s.stop_after_fence
+        try:
+            dec = greedy_lookup_decode(
+                self.llm, tokens, max_tokens=min(s.max_tokens, self.n_ctx - n_prompt), stop=stop,
+                done=(lambda text: cut_after_fence(text, needle) is not None) if needle else None,
+                n_draft=self.lookup_draft, stats=self.lookup_stats)
+        except Exception as exc:
+            self.llm.reset()
+            return ChatResult.failure(f"llama.cpp generation failed: {type(exc).__name__}: {exc}",
+                                      prompt_tokens=n_prompt, latency_s=time.perf_counter() - t0)
+        if self._states is not None:
+            self._states.save()
+        rep = split_reply(dec.text, dec.finish_reason, stop=s.stop, stop_after_fence=needle)
+        return ChatResult(text=rep.text, finish_reason=rep.finish_reason, cut_in_thinking=rep.cut_in_thinking,
+                          prompt_tokens=n_prompt, completion_tokens=len(dec.tokens), cached_tokens=cached,
+                          latency_s=time.perf_counter() - t0)
 
     def _fence_stop(self, n_prompt: int, needle: str | None) -> dict[str, Any]:
         """Stop decoding once a code block holding ``needle`` has closed (``stop_after_fence``):
