@@ -6,7 +6,8 @@ unknown option is refused with that list)::
     scripted                         fn=... / request_fn=... / table=... (see ScriptedEngine)
     llamacpp                         embedded default model (Qwen2.5-Coder-0.5B-Instruct Q4_K_M)
     llamacpp:qwen2.5-coder-1.5b      a bundled model by name
-    llamacpp:/path/model.gguf        any local GGUF file; n_ctx, n_threads, state_cache_mb, llama.cpp's own
+    llamacpp:/path/model.gguf        any local GGUF file; n_ctx, n_threads, state_cache_mb, lookup_draft
+                                     (0 = plain greedy decoding), llama.cpp's own
     vllm:<hf model id or path>       tensor_parallel_size, data_parallel_size (replicas; dense models only),
                                      max_model_len, gpu_memory_utilization, enable_thinking, keep_thinking,
                                      date_string, seed, dtype, enforce_eager, max_num_seqs, quantization,
