@@ -304,8 +304,12 @@ class LlamaCppEngine:
         )
 
     def _lookup_n(self) -> int:
-        """Draft tokens per step for greedy requests; 0 when off or the model is not llama.cpp's."""
-        return self.lookup_draft if llama_factory_is_real(self.llm) else 0
+        """Draft tokens per step for greedy requests; 0 when off, when the model is not llama.cpp's,
+        or when its memory cannot drop rejected tokens (recurrent and hybrid models)."""
+        llm = self.llm
+        if not llama_factory_is_real(llm) or getattr(llm, "_is_recurrent", False) or getattr(llm, "_is_hybrid", False):
+            return 0
+        return self.lookup_draft
 
     def _greedy(self, tokens: list[int], s: Any, stop: list[str], cached: int, t0: float) -> ChatResult:
         """A greedy request, decoded with prompt-lookup drafts (:mod:`runners.lookup_decoding`)."""

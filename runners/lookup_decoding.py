@@ -124,10 +124,15 @@ def greedy_lookup_decode(
     def detok(tokens: list[int]) -> str:
         return llm.detokenize(tokens, prev_tokens=prompt).decode("utf-8", errors="ignore")
 
+    def drop(start: int) -> None:
+        """Forget the KV cache from position ``start`` on (tokens of an old prompt, rejected drafts)."""
+        if not llm._ctx.kv_cache_seq_rm(-1, start, -1):
+            raise RuntimeError("this model's memory cannot drop tokens, which drafts need (use lookup_draft=0)")
+
     def decode(batch: list[int], all_logits: bool) -> np.ndarray:
         """Evaluate ``batch`` after the cached tokens; the argmax after each position."""
         n_past = int(llm.n_tokens)
-        llm._ctx.kv_cache_seq_rm(-1, n_past, -1)
+        drop(n_past)
         llm._batch.set_batch(batch=batch, n_past=n_past, logits_all=all_logits)
         llm._ctx.decode(llm._batch)
         llm.input_ids[n_past: n_past + len(batch)] = batch
@@ -190,7 +195,7 @@ def greedy_lookup_decode(
             size = min(n_draft, size * 2) if kept == len(draft) else max(1, size // 2)
         # the KV cache keeps nxt and the accepted drafts, not the rejected ones
         llm.n_tokens = base + 1 + kept
-        llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
+        drop(llm.n_tokens)
         if finish is None:
             nxt = int(preds[kept])
             finish = emit(nxt)
