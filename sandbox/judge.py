@@ -44,7 +44,10 @@ from .outcome import Happened, decide
 from .protocol import SETUP_TIMEOUT_S, exc_record
 from .remote import Abort, RemoteError, RemoteFunction, clean_info, remote_exception, safe_str
 from .session import ChildGone, ChildProtocolError, ChildSession, ChildTimeout, ChildTooLarge
+from .spawner import SpawnError
 from .verdict import Failure, Verdict, clean_text
+
+CHILD_SETUP_FAILED = "_child_setup_failed"   # marks a setup error of the child itself, not of the test
 
 TEST_FILE = "<capa-test>"
 PRELUDE_FILE = "<capa-prelude>"
@@ -301,11 +304,14 @@ class CheckRun:
             oom_before = memory.oom_kills()
         self.sess = self.res.spawner.take()   # SpawnError: the worker is replaced (worker.py)
         seen = self._run(compiled, use_prefetch)
+        child_failed = seen.pop(CHILD_SETUP_FAILED, False)
         # How the child ended matters only when it vanished during the job; otherwise it is
         # killed now and reaped after the verdict went out. (Output is flushed before every
         # reply, so nothing is lost by killing the child now.)
         died = seen.get("died", False)
         reaped = self.res.spawner.release(self.sess, need_status=died)
+        if child_failed:  # our side, never the submission's: the worker is replaced, the job retried
+            raise SpawnError(seen["setup_error"])
         if self.diverged:
             return None
         if died:
@@ -345,11 +351,12 @@ class CheckRun:
         try:
             ready = sess.recv(time.monotonic() + SETUP_TIMEOUT_S)
         except ChildTimeout:
-            return {"setup_error": "the sandboxed process did not start in time"}
+            return {"setup_error": "the sandboxed process did not start in time", CHILD_SETUP_FAILED: True}
         except (ChildGone, ChildProtocolError) as e:
-            return {"setup_error": f"the sandboxed process failed during setup ({e!r})"}
+            return {"setup_error": f"the sandboxed process failed during setup ({e!r})", CHILD_SETUP_FAILED: True}
         if ready.get("ready") is not True:
-            return {"setup_error": f"sandbox setup failed: {safe_str(ready.get('setup_error'), 500)}"}
+            return {"setup_error": f"sandbox setup failed: {safe_str(ready.get('setup_error'), 500)}",
+                    CHILD_SETUP_FAILED: True}
         self.deadline = self.limit.deadline = time.monotonic() + self.budget_s
         try:
             load, _ = self._receive("while loading", settle=False)

@@ -9,6 +9,7 @@ from .outcome import Happened, decide
 from .protocol import SETUP_TIMEOUT_S
 from .remote import clean_info, safe_str
 from .session import ChildGone, ChildProtocolError, ChildTimeout
+from .spawner import SpawnError
 from .verdict import Verdict
 
 
@@ -51,6 +52,8 @@ class ProgramRun:
             if not ready:
                 seen["setup_error"] = f"sandbox setup failed: {e}"
         reaped = self.res.spawner.release(sess, need_status=True)
+        if "setup_error" in seen:   # the child could not set itself up: replace the worker, retry
+            raise SpawnError(seen["setup_error"])
         frames += sess.late_frames
         exc = next((clean_info(f["exc"]) for f in frames if "exc" in f), None)
         h = Happened(ready=ready, exc=exc, exit_status=reaped.get("status"), cpu_s=float(reaped.get("cpu_s", 0.0)),

@@ -221,10 +221,17 @@ def test_a_deep_scratch_tree_does_not_break_the_worker(pool_factory, tmpfs):
 def test_a_failed_spawn_replaces_the_worker(pool_factory):
     """If the zygote cannot make a child's scratch dir, the worker is replaced and the job
     retried: never a sandbox_error for every later job."""
+    import os
     import shutil
     p = pool_factory("spawn-fails", only(seccomp=True), workers=1)
     info = p.worker_info()[0]
-    shutil.rmtree(info["scratch_base"])   # (the spare child already has its dir)
+    # (the spare child may be making its own dir in there meanwhile: remove until it is gone;
+    # a spare whose setup then fails is retried on a new worker as well)
+    for _ in range(50):
+        shutil.rmtree(info["scratch_base"], ignore_errors=True)
+        if not os.path.exists(info["scratch_base"]):
+            break
+    assert not os.path.exists(info["scratch_base"])
     verdicts = [p.check("def f(x):\n    return x\n", ID_TEST, "f") for _ in range(3)]
     assert [v.status for v in verdicts] == ["passed"] * 3, verdicts
     assert p.worker_info()[0]["pid"] != info["pid"]
