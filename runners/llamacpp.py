@@ -42,7 +42,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .llamacpp_build import build_info, cpu_from_cpuinfo  # noqa: F401  (re-exported)
-from .lookup_decoding import DEFAULT_N_DRAFT, LookupStats, greedy_lookup_decode
+from .lookup_decoding import DEFAULT_N_DRAFT, LookupStats, common_prefix, greedy_lookup_decode
 from .model_assets import ASSETS, ensure_model, find_asset
 from .options import usable_cores
 from .thinking import cut_after_fence, split_reply
@@ -56,8 +56,6 @@ CHATML_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
-
-
 
 
 class _KVStateCache:
@@ -85,18 +83,10 @@ class _KVStateCache:
                                                   "llama_state_seq_set_data", "llama_get_memory",
                                                   "llama_memory_seq_rm"))
 
-    @staticmethod
-    def _common(a: np.ndarray, b: np.ndarray) -> int:
-        n = min(len(a), len(b))
-        if n == 0:
-            return 0
-        diff = np.flatnonzero(a[:n] != b[:n])
-        return int(diff[0]) if len(diff) else n
-
     def best(self, tokens: np.ndarray) -> tuple[int | None, int]:
         best_key, best_len = None, 0
         for key, (ids, _) in self.entries.items():
-            n = self._common(ids, tokens)
+            n = common_prefix(ids, tokens)
             if n > best_len:
                 best_key, best_len = key, n
         return best_key, best_len
@@ -116,7 +106,7 @@ class _KVStateCache:
         ids = np.array(llm.input_ids[:n_tokens], dtype=np.intc)
         # a saved state covers every prefix of its tokens: drop entries it extends
         for key in [k for k, (old, _) in self.entries.items()
-                    if len(old) <= n_tokens and self._common(old, ids) == len(old)]:
+                    if len(old) <= n_tokens and common_prefix(old, ids) == len(old)]:
             self.size -= len(self.entries.pop(key)[1])
         data = bytes(buf[:written])
         self.entries[self._next] = (ids, data)
@@ -260,7 +250,7 @@ class LlamaCppEngine:
         arr = np.asarray(tokens, dtype=np.intc)
         cached = 0
         if llama_factory_is_real(self.llm):
-            cached = _KVStateCache._common(np.asarray(self.llm.input_ids[: self.llm.n_tokens]), arr)
+            cached = common_prefix(np.asarray(self.llm.input_ids[: self.llm.n_tokens]), arr)
         if self._states is not None:
             key, n = self._states.best(arr)
             if key is not None and n > cached + 8 and self._states.restore(key):

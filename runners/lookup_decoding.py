@@ -39,6 +39,15 @@ FIRST_DRAFT = 4         # a reply's first draft; doubled after a fully kept draf
 MAX_NGRAM = 24          # longest suffix compared when ranking earlier occurrences
 
 
+def common_prefix(a: np.ndarray, b: np.ndarray) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    diff = np.flatnonzero(a[:n] != b[:n])
+    return int(diff[0]) if len(diff) else n
+
+
 def lookup_draft(ids: np.ndarray, n_draft: int, min_ngram: int = DEFAULT_MIN_NGRAM,
                  max_ngram: int = MAX_NGRAM) -> np.ndarray:
     """The tokens that followed the best earlier occurrence of the end of ``ids``.
@@ -145,12 +154,7 @@ def greedy_lookup_decode(
         return logits.argmax(axis=1)
 
     # reuse the cached prefix, keeping at least one prompt token to evaluate
-    cached = np.asarray(llm.input_ids[: llm.n_tokens])
-    common = 0
-    if len(cached):
-        m = min(len(cached), n_prompt)
-        diff = np.flatnonzero(cached[:m] != np.asarray(prompt[:m]))
-        common = int(diff[0]) if len(diff) else m
+    common = common_prefix(np.asarray(llm.input_ids[: llm.n_tokens]), np.asarray(prompt))
     llm.n_tokens = min(common, n_prompt - 1)
     nxt = 0
     for i in range(llm.n_tokens, n_prompt, llm.n_batch):  # the prompt, in n_batch chunks
