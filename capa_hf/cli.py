@@ -45,6 +45,12 @@ def _cmd_regen_tests(args) -> int:
     return regen_tests(args.tasks, check=args.check)
 
 
+def _cmd_regen_ties(args) -> int:
+    from capa_hf.variants.commands import regen_ties
+
+    return regen_ties(args.tasks, check=args.check)
+
+
 def _cmd_build(args) -> int:
     from capa_hf.dataset.build import build_cli
 
@@ -122,6 +128,11 @@ def build_parser() -> argparse.ArgumentParser:
     rg.add_argument("--tasks", nargs="*", default=None, help="task ids or numbers (default: all with variants)")
     rg.add_argument("--check", action="store_true", help="only check that the committed tests are current")
     rg.set_defaults(func=_cmd_regen_tests)
+
+    rt = sub.add_parser("regen-ties", help="record which hidden items each variant-test line tells apart (sandbox)")
+    rt.add_argument("--tasks", nargs="*", default=None, help="task ids or numbers (default: all with variants)")
+    rt.add_argument("--check", action="store_true", help="only check that the committed ties are current")
+    rt.set_defaults(func=_cmd_regen_ties)
 
     b = sub.add_parser("build", help="build the dataset (Stages 1-3) into a folder")
     b.add_argument("--out", default="dist/capa")

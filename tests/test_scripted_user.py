@@ -50,12 +50,20 @@ def test_unmatched_reply_reveals_next_by_priority():
     assert say(user, "Great, thanks.") == CLAR["h2"]
 
 
-def test_failure_reacts_in_persona_then_reveals_next_by_priority():
+def test_failure_tied_to_no_hidden_item_reacts_in_persona_and_quotes_the_check():
     user = make_user()
     say(user, "Is the comparison strict or not, relative to the threshold?")
     msg = say(user, "```python\ndef f(l): ...\n```", FAIL)
-    assert msg.endswith(CLAR["h1"])
-    assert "assert candidate([1.0, 2.0], 0.5) == False" in msg  # the reaction pastes the failure
+    assert user.revealed == ["h2"]                                 # nothing new is revealed
+    assert msg.count("assert candidate([1.0, 2.0], 0.5) == False") == 2   # the reaction and the quote
+    assert user.log[-1]["basis"] == "failing_check"
+
+
+def test_failure_without_a_line_reveals_next_by_priority():
+    user = make_user()
+    msg = say(user, "```python\ndef f(l): ...\n```", {"status": "timeout", "failure": {"type": "Timeout",
+                                                                                       "message": "", "line": None}})
+    assert msg.endswith(CLAR["h1"]) and user.log[-1]["basis"] == "priority"
 
 
 def test_after_everything_is_revealed_it_quotes_the_failing_check():
@@ -71,6 +79,8 @@ def test_one_item_per_turn_never_repeats_never_contradicts_never_code():
     replies = ["What types?", "What about empty?", "Strict or not?", "ok", "ok?", "and?", "so?"]
     verdicts = [None, None, FAIL, FAIL, None, FAIL, FAIL]
     messages = [say(user, r, v) for r, v in zip(replies, verdicts)]
+    assert [e["basis"] for e in user.log] == ["question", "question", "failing_check", "failing_check",
+                                              "priority", "failing_check", "failing_check"]
     assert len(set(messages)) == len(messages)                      # never repeats a message
     assert len(user.revealed) == len(set(user.revealed)) == 3       # each item at most once
     for m in messages:

@@ -78,7 +78,7 @@ def brief(target: Session, data: LoadedDataset, user_lines: dict) -> UserBrief:
                      keypoints={k.id: k for k in data.contents[target.task_id].keypoints},
                      dimensions=data.dimensions, persona=data.personas[target.persona_id], user_lines=user_lines,
                      reference=data.problem(target).reference, task_prompt=data.tasks[target.task_id].prompt,
-                     initial_request=target.initial_request)
+                     initial_request=target.initial_request, variant_id=target.variant_id)
 
 
 def session_facts(t: Session, config: EvalConfig, context: dict) -> dict:

@@ -159,7 +159,8 @@ def brief_for(d: Draft, world: World) -> UserBrief:
                      keypoints={k.id: k for k in content.tasks[d.plan.task_id].keypoints},
                      dimensions=content.dimensions, persona=content.personas[d.cell.persona_id],
                      user_lines=world.user_lines, reference=d.problem.reference,
-                     task_prompt=world.tasks[d.plan.task_id].prompt, initial_request=d.realization.initial_request)
+                     task_prompt=world.tasks[d.plan.task_id].prompt, initial_request=d.realization.initial_request,
+                     variant_id=d.problem.variant_id)
 
 
 def stage2(drafts: list[Draft], world: World, judge: SandboxJudge, seed: int, engine: Any = None, cache=None,

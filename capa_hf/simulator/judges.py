@@ -15,6 +15,24 @@ from capa_hf.simulator.problem import Problem
 from capa_hf.simulator.protocols import register_judge
 
 
+def with_failing_value(verdict) -> dict:
+    """The verdict as a dict, without the recorded calls; a failed one keeps the signature of what
+    the candidate gave in its last call (`failing_value`), which the scripted user compares with
+    the failure ties (capa_hf/simulator/value_signature.py)."""
+    from capa_hf.simulator.value_signature import raised_signature, signature
+
+    d = verdict.to_dict()
+    calls = d.pop("calls", None)
+    if d["status"] != "passed" and calls:
+        try:
+            last = verdict.decoded_calls()[-1]
+            d["failing_value"] = (raised_signature(last["raised"]["type"]) if "raised" in last
+                                  else signature(last["value"]))
+        except Exception:  # a value the recording cannot rebuild: no signature, the ties still apply
+            pass
+    return d
+
+
 @dataclass
 class SandboxJudge:
     timeout_s: float = SANDBOX_TIMEOUT_S
@@ -35,8 +53,9 @@ class SandboxJudge:
         # The task's prompt is the trusted prelude: tests such as HumanEval/32 (`poly`) and /38
         # (`encode_cyclic`) call helpers that the prompt defines and the user never mentions.
         verdict = self.pool.check(submission.code, problem.test, submission.candidate,
-                                  timeout_s=self.timeout_s, memory_mb=self.memory_mb, prelude=problem.prelude)
-        return verdict.to_dict()
+                                  timeout_s=self.timeout_s, memory_mb=self.memory_mb, prelude=problem.prelude,
+                                  record_calls=True)
+        return with_failing_value(verdict)
 
     def judge(self, submission: Submission, problem: Problem):
         return self.run(submission, problem)

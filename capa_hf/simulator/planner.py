@@ -1,26 +1,46 @@
-"""The clarification planner of the scripted user: which ONE thing to reveal next."""
+"""The clarification planner of the scripted user: which ONE thing to reveal next, and why.
+
+Pure and deterministic. Each plan records its basis, so a run can say how often the user
+answered on topic:
+- `question`: the assistant asked a question and it matched a hidden item (question_match.py:
+  curated vocabularies, not word overlap alone); the plan carries the score;
+- `failure_tie`: a submission failed at a test line that tells a still-hidden item apart (its
+  misreading, or its other convention value, fails that line; recorded at build time);
+- `failing_check`: a submission failed where no hidden item is tied, so the user quotes the check;
+- `priority`: nothing better; the next hidden item in priority order;
+- `nothing_left`: every hidden item is out.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
-from capa_hf.simulator.similarity import similarity
+from capa_hf.simulator.question_match import MATCH_THRESHOLD, ItemTerms, Vocabulary, best_match, item_terms
+from capa_hf.simulator.value_signature import agreement
 
-MATCH_THRESHOLD = 0.18
+BASES = ("question", "failure_tie", "failing_check", "priority", "nothing_left")
 
 
 @dataclass(frozen=True)
 class PlannerItem:
-    """What the planner knows about a hidden item: its priority order and its matching texts."""
+    """What the planner knows about a hidden item: its priority order, its texts and cues, and
+    the names the failure ties use for it (a dimension id, a keypoint id)."""
 
     id: str
     question: str
     plain: str
     original_text: str
+    cues: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()
+    refs: tuple[str, ...] = ()
+    convention: bool = False
 
     def match_text(self) -> str:
-        return f"{self.question} {self.plain} {self.original_text}"
+        return " ".join((self.question, self.plain, self.original_text, *self.texts))
+
+    def terms(self, vocab: Vocabulary) -> ItemTerms:
+        return item_terms(self.id, (self.question, self.plain, self.original_text, *self.texts), self.cues, vocab)
 
 
 @dataclass(frozen=True)
@@ -29,6 +49,11 @@ class Plan:
     item_id: str | None = None
     score: float = 0.0
     reason: str = ""
+    basis: str = "priority"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "item": self.item_id, "basis": self.basis, "score": self.score,
+                "reason": self.reason}
 
 
 def plan_next(
@@ -37,16 +62,43 @@ def plan_next(
     assistant_reply: str,
     after_failure: bool,
     has_failing_line: bool,
+    vocab: Vocabulary | None = None,
+    tied: Mapping[str, str | None] | None = None,
+    got: str | None = None,
+    expected: str | None = None,
+    threshold: float = MATCH_THRESHOLD,
 ) -> Plan:
-    """Pure: pick the item that best matches a question, else the next by priority."""
+    """Pure. After a failure: a hidden item tied to the failing line, else the failing check
+    itself, else (no line to quote) the next item by priority. Otherwise: the item the question
+    is about, else the next item by priority.
+
+    `tied` maps each ref (dimension id, keypoint id) whose alternative fails the failing line to
+    the signature of what that alternative gives there; `got` is the signature of what the
+    submission gave, `expected` what the line expects. Among tied items, the one whose
+    alternative best explains the wrong value wins (value_signature.agreement), then a convention
+    item before a task item, then priority."""
     pending = [it for it in items if it.id not in revealed]
     if not pending:
-        return Plan("failing_check" if after_failure and has_failing_line else "nothing_left",
-                    reason="every hidden item is already revealed")
-    if not after_failure:
-        scored = [(similarity(assistant_reply, it.match_text()), -i, it) for i, it in enumerate(pending)]
-        score, _, best = max(scored, key=lambda s: (s[0], s[1]))
-        if score >= MATCH_THRESHOLD:
-            return Plan("item", best.id, score, reason="best lexical match to the question")
-    return Plan("item", pending[0].id, 0.0,
-                reason="after a failed submission" if after_failure else "no item matches the question")
+        if after_failure and has_failing_line:
+            return Plan("failing_check", reason="every hidden item is already revealed", basis="failing_check")
+        return Plan("nothing_left", reason="every hidden item is already revealed", basis="nothing_left")
+    if after_failure:
+        tied = tied or {}
+        ranked = []
+        for i, it in enumerate(pending):
+            hit = [r for r in it.refs if r in tied]
+            if hit:
+                best = max(agreement(got, tied[r], expected) for r in hit)
+                ranked.append((best, it.convention, -i, it, hit))
+        if ranked:   # equal explanations: a standing convention before a task detail, then priority
+            best, _, _, it, hit = max(ranked, key=lambda r: r[:3])
+            return Plan("item", it.id, float(best), reason=f"the failing check tells {', '.join(hit)} apart",
+                        basis="failure_tie")
+        if has_failing_line:
+            return Plan("failing_check", reason="no hidden item is tied to the failing check", basis="failing_check")
+        return Plan("item", pending[0].id, reason="the failure names no check", basis="priority")
+    vocab = vocab or Vocabulary()
+    best, score = best_match(assistant_reply, [it.terms(vocab) for it in pending], vocab, threshold)
+    if best is not None:
+        return Plan("item", best, score, reason="the question matches this item", basis="question")
+    return Plan("item", pending[0].id, score, reason="no hidden item matches the question", basis="priority")

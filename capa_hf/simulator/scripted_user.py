@@ -1,20 +1,27 @@
 """The scripted simulated user: deterministic, free, and faithful to its hidden items.
 
-Planner (planner.py) decides WHAT to reveal: one hidden item per turn. Expression (here) decides
-HOW: the item's clarification, already written in the persona's voice by Stage 1, preceded after
-a failed submission by the persona's reaction to failure. Once every item is out, the user quotes
-the failing check from the sandbox verdict. It never sends code, never sends the same message
-twice, and never takes back what it said: each item is revealed at most once.
+Planner (planner.py) decides WHAT to reveal: one hidden item per turn, the one the question is
+about, or after a failed submission the one the failing check tells apart. Expression (here)
+decides HOW: the item's clarification, already written in the persona's voice by Stage 1,
+preceded after a failed submission by the persona's reaction to that kind of failure (an
+assertion never gets a line about the interpreter; a timeout is spoken of as slowness). When no
+hidden item is tied to the failing check, or every item is out, the user quotes the failing
+check. It never sends code, never sends the same message twice, and never takes back what it
+said: each item is revealed at most once. `log` says, turn by turn, why it chose what it said.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Generator, Sequence
+from typing import Generator, Mapping, Sequence
 
 from capa_hf.simulator.planner import Plan, PlannerItem, plan_next
-from capa_hf.simulator.verdicts import failing_line, failure_summary
+from capa_hf.simulator.question_match import Vocabulary
+from capa_hf.simulator.value_signature import expected_signature
+from capa_hf.simulator.verdicts import failing_line, failure_slots, failure_summary, verdict_kind
+
+SLOT_KINDS = ("timeout", "memory", "blocked")   # only a reaction with the {error} slot says what happened
 
 
 @dataclass(frozen=True)
@@ -27,6 +34,19 @@ class UserScript:
     failure_reactions: tuple[str, ...]             # persona templates, may hold {error}
     failing_check: tuple[str, ...]                 # templates holding {line}
     nothing_left: tuple[str, ...]
+    vocab: Vocabulary = field(default_factory=Vocabulary)
+    ties: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)  # line -> ref -> signature
+    reaction_fit: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # reaction -> kinds it fits
+    what_happened: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # kind -> {error} texts
+    neutral_reactions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # kind -> reactions
+
+    def reactions_for(self, kind: str) -> tuple[str, ...]:
+        def fits(r: str) -> bool:
+            if r in self.reaction_fit:
+                return kind in self.reaction_fit[r]
+            return "{error}" in r if kind in SLOT_KINDS else True
+        out = tuple(r for r in self.failure_reactions if fits(r))
+        return out or self.neutral_reactions.get(kind) or self.failure_reactions
 
 
 def _offset(key: str, n: int) -> int:
@@ -39,6 +59,7 @@ class ScriptedUser:
     revealed: list[str] = field(default_factory=list)
     said: list[str] = field(default_factory=list)
     plans: list[Plan] = field(default_factory=list)
+    log: list[dict] = field(default_factory=list)
     name: str = "scripted"
 
     def _rotate(self, templates: Sequence[str], key: str, **slots) -> str:
@@ -50,27 +71,48 @@ class ScriptedUser:
                 return text
         return options[len(self.said) % n]
 
-    def respond(self, assistant_reply: str, verdict: dict | None) -> Generator[object, object, str]:
-        """The next user message. A generator so that an LLM user can yield model calls here."""
+    def plan(self, assistant_reply: str, verdict: dict | None) -> tuple[Plan, dict]:
+        """The plan for this turn and the log entry that says why."""
         after_failure = verdict is not None and verdict.get("status") != "passed"
         line = failing_line(verdict)
+        tied = dict(self.script.ties.get(line) or {}) if after_failure and line else {}
+        got = (verdict or {}).get("failing_value")
         plan = plan_next(self.script.items, frozenset(self.revealed), assistant_reply,
-                         after_failure=after_failure, has_failing_line=line is not None)
+                         after_failure=after_failure, has_failing_line=line is not None,
+                         vocab=self.script.vocab, tied=tied, got=got,
+                         expected=expected_signature(line) if line else None)
+        entry = {"turn": len(self.log) + 1, **plan.to_dict(), "verdict": verdict_kind(verdict)}
+        if after_failure:
+            entry.update(failing_line=line, tied=sorted(tied))
+        return plan, entry
+
+    def respond(self, assistant_reply: str, verdict: dict | None) -> Generator[object, object, str]:
+        """The next user message. A generator so that an LLM user can yield model calls here."""
+        plan, entry = self.plan(assistant_reply, verdict)
         self.plans.append(plan)
         if plan.kind == "item":
             self.revealed.append(plan.item_id)
         message = self.express(plan, verdict)
         self.said.append(message)
+        self.log.append(entry)
         return message
         yield  # pragma: no cover - makes this a generator without yielding
+
+    def reaction(self, verdict: dict) -> str:
+        """The persona's reaction to this kind of failure, its {error} slot saying what happened."""
+        kind = verdict_kind(verdict) or "error"
+        slots = failure_slots(verdict)
+        key = kind if slots["line"] or kind not in ("assertion", "error") else f"{kind}_no_line"
+        texts = self.script.what_happened.get(key) or self.script.what_happened.get(kind)
+        error = self._rotate(texts, "happened", **slots) if texts else failure_summary(verdict)
+        return self._rotate(self.script.reactions_for(kind), f"reaction/{kind}", error=error)
 
     def express(self, plan: Plan, verdict: dict | None) -> str:
         """The scripted wording of one plan (also what an LLM user falls back to)."""
         after_failure = verdict is not None and verdict.get("status") != "passed"
         parts = []
         if after_failure:
-            parts.append(self._rotate(self.script.failure_reactions, "reaction",
-                                      error=failure_summary(verdict)))
+            parts.append(self.reaction(verdict))
         if plan.kind == "item":
             parts.append(self.script.clarifications[plan.item_id])
         elif plan.kind == "failing_check":
@@ -81,3 +123,24 @@ class ScriptedUser:
         if message in self.said:  # last resort; keeps the promise never to repeat a message
             message = f"{message} (turn {len(self.said) + 2})"
         return message
+
+
+def reasoning_shares(records) -> dict:
+    """How the scripted user chose what it said, over the user turns of some session records:
+    counts and shares of each basis (question match, failure tie, failing check, priority
+    fallback, nothing left), and among the turns that answered a question without a failure,
+    the share answered on topic (matched to a hidden item)."""
+    from capa_hf.simulator.planner import BASES
+
+    counts = {b: 0 for b in BASES}
+    asked = 0
+    for rec in records:
+        for entry in rec.get("user_log") or ():
+            basis = entry.get("basis")
+            if basis in counts:
+                counts[basis] += 1
+                asked += basis in ("question", "priority") and entry.get("verdict") is None
+    turns = sum(counts.values())
+    return {"turns": turns, **counts,
+            "shares": {b: round(counts[b] / turns, 4) if turns else None for b in BASES},
+            "on_topic_share": round(counts["question"] / asked, 4) if asked else None}

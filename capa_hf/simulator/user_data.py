@@ -1,0 +1,109 @@
+"""The curated data the scripted user matches with, read once per process.
+
+- capa_hf/data/question_vocab.yaml: concept groups and each dimension's cues;
+- capa_hf/data/keypoint_questions.yaml: the question forms a keypoint's misreading implies,
+  with the variants file's own `asks` for the keypoint added;
+- capa_hf/data/variant_ties/<task>.json: for each variant test, which hidden items each failing
+  line tells apart (written by `capa regen-ties`, see capa_hf/variants/ties.py).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Mapping
+
+from capa_hf.data_files import read_yaml
+from capa_hf.errors import DataFileError
+from capa_hf.paths import DATA_DIR
+from capa_hf.simulator.question_match import Vocabulary
+
+VOCAB_FILE = DATA_DIR / "question_vocab.yaml"
+KEYPOINT_QUESTIONS_FILE = DATA_DIR / "keypoint_questions.yaml"
+TIES_DIR = DATA_DIR / "variant_ties"
+VARIANTS_DIR = DATA_DIR / "variants"
+
+
+def _file(task_id: str) -> str:
+    return task_id.replace("/", "_")
+
+
+@lru_cache(maxsize=None)
+def question_vocab(path: Path = VOCAB_FILE) -> tuple[Vocabulary, Mapping[str, tuple[str, ...]],
+                                                     Mapping[str, tuple[str, ...]]]:
+    """The concept groups as a Vocabulary, each dimension's cues, and each keypoint category's."""
+    raw = read_yaml(path)
+    if not isinstance(raw, dict) or not isinstance(raw.get("concepts"), dict) or not isinstance(
+            raw.get("dimensions"), dict):
+        raise DataFileError(path, "expected the mappings `concepts` and `dimensions`")
+    for name, words in raw["concepts"].items():
+        if not isinstance(words, list) or not all(isinstance(w, str) and w.strip() for w in words):
+            raise DataFileError(path, "expected a list of words", field=f"concepts.{name}")
+    cues = {}
+    for dim, spec in raw["dimensions"].items():
+        forms = (spec or {}).get("cues")
+        if not isinstance(forms, list) or not forms:
+            raise DataFileError(path, "expected a non-empty list of cues", field=f"dimensions.{dim}.cues")
+        cues[dim] = tuple(str(c) for c in forms)
+    categories = {}
+    for cat, spec in (raw.get("categories") or {}).items():
+        forms = (spec or {}).get("cues")
+        if not isinstance(forms, list):
+            raise DataFileError(path, "expected a list of cues", field=f"categories.{cat}.cues")
+        categories[cat] = tuple(str(c) for c in forms)
+    return Vocabulary.from_groups(raw["concepts"]), cues, categories
+
+
+@lru_cache(maxsize=None)
+def _curated_forms(path: Path = KEYPOINT_QUESTIONS_FILE) -> Mapping[str, Mapping[str, tuple[str, ...]]]:
+    raw = read_yaml(path) if path.is_file() else {}
+    if not isinstance(raw, dict):
+        raise DataFileError(path, "expected a mapping of task id -> keypoint id -> question forms")
+    out = {}
+    for task_id, kps in raw.items():
+        if not isinstance(kps, dict):
+            raise DataFileError(path, "expected a mapping of keypoint id -> question forms", field=str(task_id))
+        out[task_id] = {k: tuple(str(f) for f in forms) for k, forms in kps.items()}
+    return out
+
+
+@lru_cache(maxsize=None)
+def _asks(task_id: str) -> Mapping[str, str]:
+    path = VARIANTS_DIR / f"{_file(task_id)}.yaml"
+    if not path.is_file():
+        return {}
+    raw = read_yaml(path) or {}
+    return dict(raw.get("asks") or {})
+
+
+def keypoint_questions(task_id: str, keypoint_id: str) -> tuple[str, ...]:
+    """The question forms of one keypoint: curated ones first, then the variants file's ask."""
+    forms = list(_curated_forms().get(task_id, {}).get(keypoint_id, ()))
+    ask = _asks(task_id).get(keypoint_id)
+    return tuple(forms + ([ask] if ask else []))
+
+
+def ties_file(task_id: str, folder: Path | None = None) -> Path:
+    return (folder or TIES_DIR) / f"{_file(task_id)}.json"
+
+
+@lru_cache(maxsize=None)
+def _ties_record(task_id: str) -> Mapping:
+    path = ties_file(task_id)
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataFileError(path, f"not valid JSON: {exc}") from None
+
+
+def variant_ties(variant_id: str) -> Mapping[str, Mapping[str, str | None]]:
+    """Failing test line (stripped) -> {ref: signature of what that ref's alternative gives
+    there} for the refs (dimension ids, keypoint ids) the line tells apart, for one variant
+    (`HumanEval/12@container=tuple`); empty when none were recorded."""
+    if "@" not in variant_id:
+        return {}
+    task_id, key = variant_id.split("@", 1)
+    return (_ties_record(task_id).get("variants") or {}).get(key) or {}
