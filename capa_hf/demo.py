@@ -21,6 +21,7 @@ from pathlib import Path
 from capa_hf.defaults import DEMO_MAX_TOKENS
 from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.report import comparison_table
+from capa_hf.evaluation.summary_md import user_reasoning_line
 
 DEFAULT_CELL = "C02"   # one of the few cells where the 0.5B model solves anything (C01: nothing in 8 turns)
 CONDITIONS = ("none", "same-user")
@@ -66,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     summaries = run_demo(args.model, args.cell, Path(args.out), args.max_tokens, data=data)
     print()
     print(comparison_table(summaries))
+    for name, summary in summaries.items():
+        line = user_reasoning_line(summary)
+        if line:
+            print(f"{name}: {line}")
     full = sum(all(h.resolvable_from_history for h in s.hidden_items) for s in held)
     print(f"oracle bound for {args.cell}: FT-ES {100 * full / len(held):.0f}% (an assistant that applies every "
           f"convention this user showed in history and asks nothing solves {full} of {len(held)} at turn 1)")

@@ -88,16 +88,19 @@ def match_question_set(data, user_lines: dict, folder: Path = QUESTION_SET_DIR) 
 @dataclass
 class FailureReport:
     sessions: int = 0           # held-out sessions where HumanEval's behaviour breaks a hidden convention
-    revealed_broken: int = 0
+    revealed_broken: int = 0    # ... and the user's answer reveals one of the hidden ones it broke
+    restated_broken: int = 0    # ... or points again to a broken convention the request stated
     passed: int = 0             # ... and the submission passed anyway (not counted)
     bases: Counter = field(default_factory=Counter)
     missed: list = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        share = 100 * self.revealed_broken / max(self.sessions, 1)
-        return [f"after HumanEval's own behaviour fails: the user reveals a convention it broke in "
-                f"{self.revealed_broken}/{self.sessions} held-out sessions = {share:.1f}% "
-                f"(bases: {', '.join(f'{k} {v}' for k, v in sorted(self.bases.items()))}; "
+        n = max(self.sessions, 1)
+        both = self.revealed_broken + self.restated_broken
+        return [f"after HumanEval's own behaviour fails: the user names a convention it broke in {both}/"
+                f"{self.sessions} held-out sessions = {100 * both / n:.1f}% (reveals a hidden one "
+                f"{self.revealed_broken} = {100 * self.revealed_broken / n:.1f}%, restates a stated one "
+                f"{self.restated_broken}; bases: {', '.join(f'{k} {v}' for k, v in sorted(self.bases.items()))}; "
                 f"{self.passed} sessions passed although a hidden convention differs)"]
 
 
@@ -128,6 +131,8 @@ def humaneval_behaviour_reveals(data, user_lines: dict, judge=None) -> FailureRe
                 if "=" in s.variant_id else {}
             broken = {h.id for h in s.hidden_items if h.kind == "convention"
                       and values.get(h.dimension) != he_values.get(h.dimension)}
+            hidden_dims = {h.dimension for h in s.hidden_items if h.kind == "convention"}
+            broken_stated = {d for d, v in values.items() if d not in hidden_dims and v != he_values.get(d)}
             if not broken:
                 continue
             problem = data.problem(s)
@@ -141,8 +146,10 @@ def humaneval_behaviour_reveals(data, user_lines: dict, judge=None) -> FailureRe
             report.sessions += 1
             report.bases[entry["basis"]] += 1
             hit = plan.kind == "item" and plan.item_id in broken
+            restated = plan.kind == "restate" and plan.item_id in broken_stated
             report.revealed_broken += hit
-            if not hit:
+            report.restated_broken += restated
+            if not hit and not restated:
                 report.missed.append({"session": s.session_id, "plan": entry, "broken": sorted(broken),
                                       "got": verdict.get("failing_value")})
     finally:

@@ -27,6 +27,7 @@ class ContentReport:
     n_keypoints: int = 0
     n_personas: int = 0
     variants: object | None = None      # VariantReport when the sandbox checks ran
+    user: list[str] = field(default_factory=list)   # the scripted user's fidelity figures
 
     @property
     def ok(self) -> bool:
@@ -38,6 +39,7 @@ class ContentReport:
         lines += [f"  {c:20} {self.categories[c]}" for c in CATEGORIES]
         if self.variants is not None:
             lines += self.variants.lines()
+        lines += self.user
         lines += [f"ERROR {e}" for e in self.errors]
         lines.append("content OK" if self.ok else f"{len(self.errors)} problems")
         return "\n".join(lines)
@@ -112,6 +114,53 @@ def check_variants(content: Content, report: ContentReport, strict: bool, only: 
     report.errors += vr.errors
 
 
+def check_user_data(content: Content, report: ContentReport) -> None:
+    """The scripted user's data: reaction fits name real persona reactions, keypoint question
+    forms name real keypoints, and the failure ties match the committed variant tests."""
+    from capa_hf.content import load_user_lines
+    from capa_hf.simulator.user_data import _curated_forms, _ties_record, question_vocab
+    from capa_hf.variants.ties import tests_sha256
+
+    lines = load_user_lines()
+    for pid, rows in (lines.get("reaction_fit") or {}).items():
+        persona = content.personas.get(pid)
+        for r in rows:
+            if persona is None or r["text"] not in persona.voice.failure_reactions:
+                report.errors.append(f"user_lines.yaml reaction_fit.{pid}: not a reaction of that persona: {r['text']!r}")
+    _, dim_cues, _ = question_vocab()
+    for dim in content.dimensions:
+        if dim not in dim_cues:
+            report.errors.append(f"question_vocab.yaml: no cues for dimension {dim}")
+    for task_id, forms in _curated_forms().items():
+        kps = {k.id for k in content.tasks[task_id].keypoints} if task_id in content.tasks else set()
+        for kp in forms:
+            if kp not in kps:
+                report.errors.append(f"keypoint_questions.yaml: {task_id} has no keypoint {kp}")
+    stale = [t for t in content.variants if _ties_record(t).get("tests_sha256") != tests_sha256(t)]
+    if stale:
+        report.errors.append(f"{len(stale)} task(s) have stale or missing failure ties (capa_hf/data/variant_ties/), "
+                             f"e.g. {stale[:3]}; run `capa regen-ties`")
+
+
+def check_user_fidelity(report: ContentReport, sandbox: bool) -> None:
+    """Top-1 question matching on the labeled question set and, with the sandbox, how often the
+    user answers HumanEval's own behaviour with a convention it broke (the committed dataset)."""
+    from capa_hf.content import load_user_lines
+    from capa_hf.dataset.load import load_capa
+    from capa_hf.paths import DEFAULT_DATASET_DIR
+    from capa_hf.user_fidelity import humaneval_behaviour_reveals, match_question_set
+
+    if not (DEFAULT_DATASET_DIR / "README.md").is_file():
+        report.user.append(f"scripted user: no built dataset at {DEFAULT_DATASET_DIR.name}/, figures skipped")
+        return
+    data, lines = load_capa(DEFAULT_DATASET_DIR), load_user_lines()
+    matched = match_question_set(data, lines)
+    report.user += matched.lines()
+    report.errors += matched.errors
+    if sandbox:
+        report.user += humaneval_behaviour_reveals(data, lines).lines()
+
+
 def validate(strict: bool = True, sandbox: bool = True, tasks: list[str] | None = None) -> ContentReport:
     report = ContentReport()
     try:
@@ -121,9 +170,12 @@ def validate(strict: bool = True, sandbox: bool = True, tasks: list[str] | None 
         return report
     check_tasks(content, report, strict)
     check_personas(content, report)
+    check_user_data(content, report)
     if sandbox:
         only = {t if t.startswith("HumanEval/") else f"HumanEval/{t}" for t in tasks} if tasks else None
         check_variants(content, report, strict and only is None, only)
+    if not tasks:
+        check_user_fidelity(report, sandbox)
     return report
 
 

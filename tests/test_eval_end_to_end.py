@@ -53,7 +53,10 @@ def test_transcripts_and_metrics_are_exact(tmp_path, capa_data, mode, condition)
             assert [s["verdict"]["status"] for s in rec["submissions"]] == ["passed"]
         else:
             assert turns[1]["content"] == WRONG
-            assert turns[2]["content"].endswith(first) and turns[2]["content"] != first
+            entry = rec["user_log"][0]                # a failure: the item tied to the failing check
+            assert entry["basis"] == "failure_tie" and entry["failing_line"] in turns[2]["content"]
+            said = next(h.clarification for h in target.hidden_items if h.id == entry["item"])
+            assert turns[2]["content"].endswith(said) and turns[2]["content"] != said
             assert rec["turn_kinds"] == ["submission", "submission"]
             statuses = [s["verdict"]["status"] for s in rec["submissions"]]
             assert statuses[0] != "passed" and statuses[1] == "passed"

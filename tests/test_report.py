@@ -116,7 +116,7 @@ def test_every_table_and_plot_is_built(report):
     assert "Tables left out" not in md
     assert json.loads((out / "report.json").read_text())["tables"]["main"]["runs"] == ["none", "same-user"]
     cfg_hash = result["json"]["runs"][0]["config_hash"]
-    assert f"Runs: `none` (scripted, none, heldout, dataset 0.2.0, config {cfg_hash}); `same-user` (" in md
+    assert f"Runs: `none` (scripted, none, heldout, dataset 0.2.1, config {cfg_hash}); `same-user` (" in md
     assert "![Main results" in md
 
 
@@ -216,7 +216,7 @@ def test_refuses_two_runs_in_one_slot_and_foreign_labels(tmp_path, runs):
     b = write_run(tmp_path / "b", "none", [record("S1", 2)])
     with pytest.raises(CapaError, match="runs a, b are the same model setting"):
         build_report([a, b], progress=False)
-    with pytest.raises(CapaError, match="difficulty labels from run 'none' were made on dataset 0.2.0"):
+    with pytest.raises(CapaError, match="difficulty labels from run 'none' were made on dataset 0.2.1"):
         build_report([a], difficulty=runs["labels"], progress=False)
     # another budget is another model setting: no clash, and the two are told apart
     c = write_run(tmp_path / "c", "none", [record("S1", 2)], max_tokens=100)

@@ -35,6 +35,7 @@ from capa_hf.prompts import prompt_text
 from capa_hf.schema import Session
 from capa_hf.simulator.cast import cast_episode
 from capa_hf.simulator.protocols import judge_factory, user_factory
+from capa_hf.simulator.scripted_user import reasoning_shares
 from capa_hf.simulator.users import UserBrief
 from capa_hf.version import PIPELINE_VERSION
 
@@ -253,7 +254,8 @@ def write_summary(out: Path, config: EvalConfig, targets: list[Session], stats, 
                "incomplete": [{"session": record_key(r), "error": _error_text(r)[:300]} for r in broken],
                "wall_s": round(wall_s, 2), "resumed": resumed, "usage": stats.to_dict(), "sandbox": sandbox_info,
                **({"difficulty_source": difficulty["source"]} if difficulty else {}),
-               **summarize(scored, max_turns=config.max_turns, seed=config.seed), **llm_role_summary(config, scored)}
+               **summarize(scored, max_turns=config.max_turns, seed=config.seed), **llm_role_summary(config, scored),
+               "user_reasoning": reasoning_shares(scored)}
     from capa_hf.evaluation.conditions.stats import condition_stats
 
     counts = condition_stats(list(latest.values()))      # the gate's verdicts, a memory system's counts

@@ -68,6 +68,26 @@ def _llm_role_lines(summary: dict) -> list[str]:
     return lines
 
 
+def user_reasoning_line(summary: dict) -> str | None:
+    """Why the scripted user said what it said, as shares of its turns (None without such turns)."""
+    u = summary.get("user_reasoning")
+    if not u or not u.get("turns"):
+        return None
+    pct = (lambda k: f"{100 * u['shares'][k]:.0f}%")
+    on_topic = u.get("on_topic_share")
+    return (f"Scripted user, {u['turns']} turns: answered a question {u['question']} ({pct('question')}), "
+            f"tied to the failure {u['failure_tie']} ({pct('failure_tie')}), quoted the failing check "
+            f"{u['failing_check']} ({pct('failing_check')}), priority fallback {u['priority']} "
+            f"({pct('priority')}), nothing left {u['nothing_left']} ({pct('nothing_left')}); on topic "
+            + (f"{100 * on_topic:.0f}% of the turns after a reply that was not a failed submission."
+               if on_topic is not None else "n/a."))
+
+
+def _user_lines(summary: dict) -> list[str]:
+    line = user_reasoning_line(summary)
+    return ["", line] if line else []
+
+
 def _difficulty_lines(summary: dict) -> list[str]:
     src = summary.get("difficulty_source")
     if not src:
@@ -82,7 +102,7 @@ def summary_markdown(summary: dict) -> str:
              f"{summary['n_sessions']} scored {cfg.get('split', 'heldout')} sessions, "
              f"wall {summary['wall_s']} s (resumed {summary['resumed']}).",
              *_incomplete_lines(summary), *_sandbox_lines(summary), *_trial_lines(summary),
-             *_llm_role_lines(summary), *_difficulty_lines(summary), "", HEADER,
+             *_llm_role_lines(summary), *_user_lines(summary), *_difficulty_lines(summary), "", HEADER,
              row("overall", summary["overall"])]
     for key, title in GROUPS:
         if summary.get(key):

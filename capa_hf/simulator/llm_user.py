@@ -27,7 +27,7 @@ from capa_hf.simulator.fidelity import MAX_WORDS, Check, echo_grams, failed, mes
 from capa_hf.simulator.llm_json import ask_json, check_result
 from capa_hf.simulator.llm_planner import (allowed_focus, clean_message, convey_text, expression_messages,
                                            focus_of, instruction_texts, plan_of, planner_messages, validate_plan)
-from capa_hf.simulator.planner import Plan, plan_next
+from capa_hf.simulator.planner import Plan
 from capa_hf.simulator.protocols import register_user
 from capa_hf.simulator.users import UserBrief, scripted_user
 from capa_hf.simulator.verdicts import failing_line
@@ -64,9 +64,10 @@ class LLMUser:
 
     # -- planner ----------------------------------------------------------------------------
     def _plan(self, turn: int, reply: str, verdict: dict | None) -> Generator[Call, Any, tuple[Plan, dict]]:
-        after_failure = verdict is not None and verdict.get("status") != "passed"
-        scripted = plan_next(self.fallback.script.items, frozenset(self.revealed), reply,
-                             after_failure=after_failure, has_failing_line=failing_line(verdict) is not None)
+        self.fallback.revealed = list(self.revealed)
+        scripted, _ = self.fallback.plan(reply, verdict)      # the scripted choice: question match, failure tie
+        if scripted.kind == "restate":                        # no wording of its own here: quote the check
+            scripted = Plan("failing_check", reason=scripted.reason, basis="failing_check")
         allowed = allowed_focus(self.brief, verdict)
         call = Call(role=self.role, messages=planner_messages(self.brief, self.dialogue, self.revealed, verdict),
                     sampling=self._sampling(turn, "planner", self.planner_max_tokens))

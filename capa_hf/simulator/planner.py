@@ -6,6 +6,8 @@ answered on topic:
   curated vocabularies, not word overlap alone); the plan carries the score;
 - `failure_tie`: a submission failed at a test line that tells a still-hidden item apart (its
   misreading, or its other convention value, fails that line; recorded at build time);
+- `failure_tie` with kind `restate`: the failing line is best explained by a convention the request
+  stated plainly, which the user points out again (once);
 - `failing_check`: a submission failed where no hidden item is tied, so the user quotes the check;
 - `priority`: nothing better; the next hidden item in priority order;
 - `nothing_left`: every hidden item is out.
@@ -45,7 +47,7 @@ class PlannerItem:
 
 @dataclass(frozen=True)
 class Plan:
-    kind: str            # "item" | "failing_check" | "nothing_left"
+    kind: str            # "item" | "restate" (item_id: a stated dimension) | "failing_check" | "nothing_left"
     item_id: str | None = None
     score: float = 0.0
     reason: str = ""
@@ -63,21 +65,28 @@ def plan_next(
     after_failure: bool,
     has_failing_line: bool,
     vocab: Vocabulary | None = None,
-    tied: Mapping[str, str | None] | None = None,
+    tied: Mapping[str, Sequence[str | None]] | None = None,
     got: str | None = None,
     expected: str | None = None,
     threshold: float = MATCH_THRESHOLD,
+    stated: Sequence[str] = (),
 ) -> Plan:
     """Pure. After a failure: a hidden item tied to the failing line, else the failing check
     itself, else (no line to quote) the next item by priority. Otherwise: the item the question
     is about, else the next item by priority.
 
     `tied` maps each ref (dimension id, keypoint id) whose alternative fails the failing line to
-    the signature of what that alternative gives there; `got` is the signature of what the
+    the signatures of what its alternatives give there; `got` is the signature of what the
     submission gave, `expected` what the line expects. Among tied items, the one whose
     alternative best explains the wrong value wins (value_signature.agreement), then a convention
-    item before a task item, then priority."""
+    item before a task item, then priority. `stated` lists conventions the request stated plainly
+    (not yet pointed out again): one that explains the wrong value better than every hidden item
+    is restated instead."""
     pending = [it for it in items if it.id not in revealed]
+    if after_failure and tied:
+        restate = _restate(pending, tied, got, expected, stated)
+        if restate is not None:
+            return restate
     if not pending:
         if after_failure and has_failing_line:
             return Plan("failing_check", reason="every hidden item is already revealed", basis="failing_check")
@@ -88,7 +97,7 @@ def plan_next(
         for i, it in enumerate(pending):
             hit = [r for r in it.refs if r in tied]
             if hit:
-                best = max(agreement(got, tied[r], expected) for r in hit)
+                best = max(_explains(got, tied[r], expected) for r in hit)
                 ranked.append((best, it.convention, -i, it, hit))
         if ranked:   # equal explanations: a standing convention before a task detail, then priority
             best, _, _, it, hit = max(ranked, key=lambda r: r[:3])
@@ -102,3 +111,26 @@ def plan_next(
     if best is not None:
         return Plan("item", best, score, reason="the question matches this item", basis="question")
     return Plan("item", pending[0].id, score, reason="no hidden item matches the question", basis="priority")
+
+
+def _restate(pending: Sequence[PlannerItem], tied: Mapping[str, Sequence[str | None]], got: str | None,
+             expected: str | None, stated: Sequence[str]) -> Plan | None:
+    """A stated convention tied to the failing line that explains the wrong value better than
+    any tied hidden item, else None."""
+    best_stated = max(((_explains(got, tied[d], expected), -i, d) for i, d in enumerate(stated) if d in tied),
+                      default=None)
+    if best_stated is None or best_stated[0] == 0:
+        return None
+    hidden = max((_explains(got, tied[r], expected) for it in pending for r in it.refs if r in tied), default=-1)
+    if best_stated[0] <= hidden:
+        return None
+    d = best_stated[2]
+    return Plan("restate", d, float(best_stated[0]), reason=f"the failing check tells the stated {d} apart",
+                basis="failure_tie")
+
+
+def _explains(got: str | None, alternatives, expected: str | None) -> int:
+    """The best agreement of the wrong value with any of a ref's alternatives (one signature, or
+    a list of them: a dimension with three values has two alternatives)."""
+    sigs = alternatives if isinstance(alternatives, (list, tuple)) else [alternatives]
+    return max((agreement(got, a, expected) for a in sigs), default=0)

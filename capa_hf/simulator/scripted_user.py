@@ -35,10 +35,12 @@ class UserScript:
     failing_check: tuple[str, ...]                 # templates holding {line}
     nothing_left: tuple[str, ...]
     vocab: Vocabulary = field(default_factory=Vocabulary)
-    ties: Mapping[str, Mapping[str, str | None]] = field(default_factory=dict)  # line -> ref -> signature
+    ties: Mapping[str, Mapping[str, list]] = field(default_factory=dict)  # line -> ref -> signature
     reaction_fit: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # reaction -> kinds it fits
     what_happened: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # kind -> {error} texts
     neutral_reactions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # kind -> reactions
+    stated: Mapping[str, str] = field(default_factory=dict)   # dimension the request stated -> its line
+    restate: tuple[str, ...] = ()                              # templates holding {text}
 
     def reactions_for(self, kind: str) -> tuple[str, ...]:
         def fits(r: str) -> bool:
@@ -60,6 +62,7 @@ class ScriptedUser:
     said: list[str] = field(default_factory=list)
     plans: list[Plan] = field(default_factory=list)
     log: list[dict] = field(default_factory=list)
+    restated: list[str] = field(default_factory=list)    # stated conventions pointed out again
     name: str = "scripted"
 
     def _rotate(self, templates: Sequence[str], key: str, **slots) -> str:
@@ -80,7 +83,8 @@ class ScriptedUser:
         plan = plan_next(self.script.items, frozenset(self.revealed), assistant_reply,
                          after_failure=after_failure, has_failing_line=line is not None,
                          vocab=self.script.vocab, tied=tied, got=got,
-                         expected=expected_signature(line) if line else None)
+                         expected=expected_signature(line) if line else None,
+                         stated=[d for d in self.script.stated if d not in self.restated] if self.script.restate else ())
         entry = {"turn": len(self.log) + 1, **plan.to_dict(), "verdict": verdict_kind(verdict)}
         if after_failure:
             entry.update(failing_line=line, tied=sorted(tied))
@@ -92,6 +96,8 @@ class ScriptedUser:
         self.plans.append(plan)
         if plan.kind == "item":
             self.revealed.append(plan.item_id)
+        elif plan.kind == "restate":
+            self.restated.append(plan.item_id)
         message = self.express(plan, verdict)
         self.said.append(message)
         self.log.append(entry)
@@ -117,6 +123,8 @@ class ScriptedUser:
             parts.append(self.script.clarifications[plan.item_id])
         elif plan.kind == "failing_check":
             parts.append(self._rotate(self.script.failing_check, "check", line=failing_line(verdict)))
+        elif plan.kind == "restate":
+            parts.append(self._rotate(self.script.restate, "restate", text=self.script.stated[plan.item_id]))
         else:
             parts.append(self._rotate(self.script.nothing_left, "nothing"))
         message = " ".join(p.strip() for p in parts if p.strip())

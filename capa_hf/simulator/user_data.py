@@ -69,12 +69,29 @@ def _curated_forms(path: Path = KEYPOINT_QUESTIONS_FILE) -> Mapping[str, Mapping
 
 
 @lru_cache(maxsize=None)
-def _asks(task_id: str) -> Mapping[str, str]:
+def _variants_file(task_id: str) -> Mapping:
     path = VARIANTS_DIR / f"{_file(task_id)}.yaml"
-    if not path.is_file():
-        return {}
-    raw = read_yaml(path) or {}
-    return dict(raw.get("asks") or {})
+    return (read_yaml(path) or {}) if path.is_file() else {}
+
+
+def _asks(task_id: str) -> Mapping[str, str]:
+    return dict(_variants_file(task_id).get("asks") or {})
+
+
+@lru_cache(maxsize=None)
+def _dimensions():
+    from capa_hf.content import load_dimensions
+
+    return load_dimensions()
+
+
+def stated_line(task_id: str, dimension: str, value: str, request: str = "") -> str:
+    """How the user states a convention plainly: the `state` line its request used (when one of
+    them is in it), else the first, with the task's nouns."""
+    nouns = {"result": "the result", "input": "the input", **(_variants_file(task_id).get("nouns") or {})}
+    forms = [f.format(**nouns) for f in _dimensions()[dimension].value(value).state]
+    low = request.lower()
+    return next((f for f in forms if f.lower().rstrip(".") in low), forms[0])
 
 
 def keypoint_questions(task_id: str, keypoint_id: str) -> tuple[str, ...]:
@@ -99,8 +116,8 @@ def _ties_record(task_id: str) -> Mapping:
         raise DataFileError(path, f"not valid JSON: {exc}") from None
 
 
-def variant_ties(variant_id: str) -> Mapping[str, Mapping[str, str | None]]:
-    """Failing test line (stripped) -> {ref: signature of what that ref's alternative gives
+def variant_ties(variant_id: str) -> Mapping[str, Mapping[str, list]]:
+    """Failing test line (stripped) -> {ref: signatures of what that ref's alternatives give
     there} for the refs (dimension ids, keypoint ids) the line tells apart, for one variant
     (`HumanEval/12@container=tuple`); empty when none were recorded."""
     if "@" not in variant_id:

@@ -18,7 +18,7 @@ from capa_hf.schema.convention import Dimension
 from capa_hf.simulator.planner import PlannerItem
 from capa_hf.simulator.protocols import register_user
 from capa_hf.simulator.scripted_user import ScriptedUser, UserScript
-from capa_hf.simulator.user_data import keypoint_questions, question_vocab, variant_ties
+from capa_hf.simulator.user_data import keypoint_questions, question_vocab, stated_line, variant_ties
 
 
 @dataclass(frozen=True)
@@ -35,14 +35,24 @@ class UserBrief:
     task_prompt: str = ""
     initial_request: str = ""     # the user's own first message (an LLM user's first commitment)
     variant_id: str = ""          # the session's variant: its failure ties and its task's question forms
-    ties: Mapping[str, Mapping[str, str | None]] | None = field(default=None)   # overrides the recorded ties
+    ties: Mapping[str, Mapping[str, list]] | None = field(default=None)   # overrides the recorded ties
 
     @property
     def task_id(self) -> str:
         return self.variant_id.split("@", 1)[0]
 
-    def failure_ties(self) -> Mapping[str, Mapping[str, str | None]]:
+    def failure_ties(self) -> Mapping[str, Mapping[str, list]]:
         return self.ties if self.ties is not None else variant_ties(self.variant_id)
+
+    def variant_values(self) -> dict[str, str]:
+        key = self.variant_id.split("@", 1)[1] if "@" in self.variant_id else ""
+        return dict(kv.split("=", 1) for kv in key.split("+") if "=" in kv)
+
+    def stated_conventions(self) -> dict[str, str]:
+        """Dimension -> how the request stated it, for the variant's conventions it did not hide."""
+        hidden = {h.dimension for h in self.hidden_items if h.kind == "convention"}
+        return {d: stated_line(self.task_id, d, v, self.initial_request)
+                for d, v in sorted(self.variant_values().items()) if d not in hidden}
 
 
 def _kp_texts(kp: Keypoint | None) -> tuple[str, ...]:
@@ -86,6 +96,8 @@ def scripted_user(brief: UserBrief) -> ScriptedUser:
         reaction_fit=fit,
         what_happened={k: tuple(v) for k, v in (lines.get("what_happened") or {}).items()},
         neutral_reactions={k: tuple(v) for k, v in (lines.get("reactions") or {}).items()},
+        stated=brief.stated_conventions(),
+        restate=tuple(lines.get("restate") or ()),
     )
     return ScriptedUser(script)
 

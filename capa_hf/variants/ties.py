@@ -149,9 +149,12 @@ def compute_ties(sources: Mapping[str, VariantSource], tasks: Mapping, dimension
             for text in lines[a - 1: b]:
                 text = text.strip()
                 if text and text not in ("try:", "else:", "pass"):
-                    table.setdefault(text, {})[ref] = values.get(i)
+                    sigs = table.setdefault(text, {}).setdefault(ref, [])
+                    if values.get(i) not in sigs:           # a dimension with three values has two alternatives
+                        sigs.append(values.get(i))
     for rec in records.values():
-        rec["variants"] = {k: {line: dict(sorted(refs.items())) for line, refs in sorted(t.items())}
+        rec["variants"] = {k: {line: {r: sorted(sigs, key=str) for r, sigs in sorted(refs.items())}
+                               for line, refs in sorted(t.items())}
                            for k, t in sorted(rec["variants"].items())}
         rec["unreported"] = sorted(rec["unreported"])
     return records
