@@ -32,12 +32,14 @@ _FENCE = re.compile(r"```.*?(```|$)", re.S)
 _WORD = re.compile(r"[a-z_]+[a-z0-9_]*|[0-9]+")
 _OPERATORS = (("<=", " op_le "), (">=", " op_ge "), ("==", " op_eq "), ("!=", " op_ne "),
               ("≤", " op_le "), ("≥", " op_ge "), ("<", " op_lt "), (">", " op_gt "))
+IGNORED = "c_ignore"      # the term of the `ignore` group: set phrases that say nothing about an item
 EXTRA_STOPWORDS = frozenset(
     "please thank thanks quick question questions ok okay sure just more also need needs know tell clarify "
     "clarification confirm mean meant here get got right thing things something anything want wanted wonder "
     "wondering curious think assume assuming correct understand understanding make way write writing implement "
     "implementing before detail details go going let check checking happy help start sorry hi hello great "
-    "good well am was were been being has have had did doing done".split())
+    "good well am was were been being has have had did doing done don doesn isn aren won shouldn couldn "
+    "wouldn didn wasn let's".split())
 
 
 @dataclass(frozen=True)
@@ -68,15 +70,15 @@ def prose(text: str) -> str:
     return _FENCE.sub(" ", text or "")
 
 
-_QUOTED_LETTER = re.compile(r"""['"`]([A-Za-z])['"`]""")
+_QUOTED = re.compile(r"""(?<![A-Za-z])['"`]([A-Za-z][A-Za-z ]{0,30})['"`]""")
 
 
 def terms(text: str, vocab: Vocabulary) -> frozenset[str]:
     raw = prose(text)
-    letters = set(_QUOTED_LETTER.findall(raw))
+    quoted = set(_QUOTED.findall(raw))
     s = " " + raw.lower().replace("’", "'") + " "
-    if any(c.upper() in letters and c.lower() in letters for c in letters):
-        s += " c_case "       # 'A' and 'a' side by side: a question about case
+    if len({q.lower() for q in quoted}) < len(quoted):
+        s += " c_case "       # 'A' and 'a', or 'Hello' and 'hello', side by side: a question about case
     for op, word in _OPERATORS:
         s = s.replace(op, word)
     for phrase, term in vocab.phrases:
@@ -87,7 +89,8 @@ def terms(text: str, vocab: Vocabulary) -> frozenset[str]:
         if w.isdigit() or w in STOPWORDS or w in EXTRA_STOPWORDS or len(w) == 1:
             continue
         if w.startswith(("c_", "op_")):
-            out.add(w)
+            if w != IGNORED:
+                out.add(w)
             continue
         st = _stem(w)
         out.add(vocab.concepts.get(st, vocab.concepts.get(w, st)))
