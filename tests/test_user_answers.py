@@ -10,6 +10,7 @@ from capa_hf.simulator.judges import SandboxJudge
 from capa_hf.simulator.users import scripted_user
 from capa_hf.simulator.value_signature import signature
 from capa_hf.simulator.verdicts import verdict_kind
+from tests.test_scripted_user import say as respond
 
 # C25-S08 (HumanEval/163, persona P05): h1 = kp_02 (which even numbers), h2 = kp_03 (bounds in
 # either order), h3 = the bounds convention (inclusive), h4 = the container convention (tuple).
@@ -18,15 +19,6 @@ ISSUE_QUESTIONS = [
     "Do the ends of the range count, so an even digit equal to a or b is included?",
     "If a or b is itself one of 2, 4, 6 or 8, should it be included?",
 ]
-
-
-def respond(user, reply, verdict=None):
-    gen = user.respond(reply, verdict)
-    try:
-        next(gen)
-    except StopIteration as stop:
-        return stop.value
-    raise AssertionError("the scripted user never calls a model")
 
 
 @pytest.fixture(scope="module")
