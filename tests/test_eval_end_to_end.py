@@ -62,6 +62,9 @@ def test_transcripts_and_metrics_are_exact(tmp_path, capa_data, mode, condition)
             assert statuses[0] != "passed" and statuses[1] == "passed"
             assert rec["submissions"][0]["binding"] == "root_function"
         assert len(turns) == 4 and rec["success_turn"] == 2 and rec["solved"]
+    reasons = summary["user_reasoning"]            # why the scripted user said what it said
+    assert reasons["turns"] == 3 and reasons[("priority" if mode == "ask" else "failure_tie")] == 3
+    assert "Scripted user, 3 turns" in (tmp_path / "run" / "summary.md").read_text()
     o = summary["overall"]
     assert o["ES"]["value"] == 1.0 and o["FT-ES"]["value"] == 0.0 and o["TTC"]["value"] == 2.0
     # the isolation the verdicts ran under is part of the result (as root: every layer)

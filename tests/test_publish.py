@@ -32,23 +32,23 @@ class FakeApi:
 
 def test_publish_uploads_then_tags_the_commit():
     api = FakeApi(tags=["v0.1.0", "not-a-version"])
-    tag = publish(DEFAULT_DATASET_DIR, "org/capa", "0.2.0", api=api)
-    assert tag == "v0.2.0"
+    tag = publish(DEFAULT_DATASET_DIR, "org/capa", "0.2.1", api=api)
+    assert tag == "v0.2.1"
     assert api.calls == [
         ("create_repo", "org/capa", {"repo_type": "dataset", "private": False, "exist_ok": True}),
         ("list_repo_refs", "org/capa", {"repo_type": "dataset"}),
         ("upload_folder", {"repo_id": "org/capa", "folder_path": str(DEFAULT_DATASET_DIR),
-                           "repo_type": "dataset", "commit_message": "CAPA v0.2.0"}),
-        ("create_tag", "org/capa", {"tag": "v0.2.0", "revision": "abc123", "repo_type": "dataset",
-                                    "tag_message": "CAPA dataset v0.2.0"}),
+                           "repo_type": "dataset", "commit_message": "CAPA v0.2.1"}),
+        ("create_tag", "org/capa", {"tag": "v0.2.1", "revision": "abc123", "repo_type": "dataset",
+                                    "tag_message": "CAPA dataset v0.2.1"}),
     ]
 
 
-@pytest.mark.parametrize("last", ["v0.2.0", "v0.3.0", "1.0.0"])
+@pytest.mark.parametrize("last", ["v0.2.1", "v0.3.0", "1.0.0"])
 def test_refuses_a_version_that_is_not_newer(last):
     api = FakeApi(tags=[last])
     with pytest.raises(CapaError, match="not newer"):
-        publish(DEFAULT_DATASET_DIR, "org/capa", "0.2.0", api=api)
+        publish(DEFAULT_DATASET_DIR, "org/capa", "0.2.1", api=api)
     assert not any(c[0] in ("upload_folder", "create_tag") for c in api.calls)
 
 
@@ -66,7 +66,7 @@ def test_refuses_a_folder_whose_card_and_data_disagree(tmp_path):
     card.write_text(card.read_text().replace("num_examples: 300", "num_examples: 301", 1))
     api = FakeApi()
     with pytest.raises(CapaError, match="does not validate"):
-        publish(copy, "org/capa", "0.2.0", api=api)
+        publish(copy, "org/capa", "0.2.1", api=api)
     assert api.calls == []
 
 
@@ -74,4 +74,4 @@ def test_bad_version_and_repo_id_are_named():
     with pytest.raises(CapaError, match="X.Y.Z"):
         publish(DEFAULT_DATASET_DIR, "org/capa", "latest", api=FakeApi())
     with pytest.raises(CapaError, match="ORG/NAME"):
-        publish(DEFAULT_DATASET_DIR, "capa", "0.2.0", api=FakeApi())
+        publish(DEFAULT_DATASET_DIR, "capa", "0.2.1", api=FakeApi())

@@ -191,3 +191,20 @@ def test_humaneval_behaviour_breaking_a_stated_convention_is_pointed_out_again(c
     assert user.log[-1]["kind"] == "restate" and user.log[-1]["item"] == "bounds"
     assert user.revealed == [] and user.restated == ["bounds"]
     assert user.script.stated["bounds"] in message
+
+
+def test_the_summary_gives_the_shares_of_the_users_reasons():
+    from capa_hf.evaluation.summary_md import user_reasoning_line
+    from capa_hf.simulator.scripted_user import reasoning_shares
+
+    log = [{"basis": "question", "verdict": None}, {"basis": "priority", "verdict": None},
+           {"basis": "failure_tie", "verdict": "assertion"}, {"basis": "failing_check", "verdict": "assertion"}]
+    records = [{"user_log": log}, {"user_log": [{"basis": "question", "verdict": None}]},
+               {"user_log": [{"planner": {"fallback": False}}]}]          # an LLM user's turn: not counted
+    shares = reasoning_shares(records)
+    assert (shares["turns"], shares["question"], shares["failure_tie"], shares["priority"]) == (5, 2, 1, 1)
+    assert shares["on_topic_share"] == round(2 / 3, 4) and shares["shares"]["failing_check"] == 0.2
+    line = user_reasoning_line({"user_reasoning": shares})
+    assert "answered a question 2 (40%)" in line and "tied to the failure 1 (20%)" in line
+    assert "priority fallback 1 (20%)" in line and "on topic 67%" in line
+    assert user_reasoning_line({"user_reasoning": reasoning_shares([])}) is None

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from capa_hf.simulator.similarity import STOPWORDS, _stem
+from capa_hf.simulator.similarity import STOPWORDS, stem
 
 CUE_WEIGHT = 1.5          # one fully present cue of one term; a cue of n terms weighs CUE_WEIGHT * (1 + (n-1)/2)
 MAX_CUES_COUNTED = 3      # at most this many cues of one item add up
@@ -60,7 +60,7 @@ class Vocabulary:
                 if " " in w or "-" in w:
                     phrases.append((w, term))
                 else:
-                    concepts[_stem(w)] = term
+                    concepts[stem(w)] = term
         phrases.sort(key=lambda p: -len(p[0]))          # longest first: "zero-based" before "zero"
         return cls(concepts, tuple(phrases))
 
@@ -92,7 +92,7 @@ def terms(text: str, vocab: Vocabulary) -> frozenset[str]:
             if w != IGNORED:
                 out.add(w)
             continue
-        st = _stem(w)
+        st = stem(w)
         out.add(vocab.concepts.get(st, vocab.concepts.get(w, st)))
     return frozenset(out)
 

@@ -1,8 +1,7 @@
-"""Lexical similarity between an assistant's question and a hidden item's texts."""
+"""Content-word stems of a text (the question matcher, the fidelity and Stage 3 checks use them)."""
 
 from __future__ import annotations
 
-import math
 import re
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -14,7 +13,7 @@ STOPWORDS = frozenset(
 )
 
 
-def _stem(w: str) -> str:
+def stem(w: str) -> str:
     for suf in ("ing", "ies", "es", "ed", "s"):
         if len(w) > len(suf) + 2 and w.endswith(suf):
             return w[: -len(suf)] + ("y" if suf == "ies" else "")
@@ -22,12 +21,4 @@ def _stem(w: str) -> str:
 
 
 def tokens(text: str) -> frozenset[str]:
-    return frozenset(_stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS)
-
-
-def similarity(a: str, b: str) -> float:
-    """Set cosine over content-word stems: |A & B| / sqrt(|A| |B|)."""
-    ta, tb = tokens(a), tokens(b)
-    if not ta or not tb:
-        return 0.0
-    return len(ta & tb) / math.sqrt(len(ta) * len(tb))
+    return frozenset(stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS)
