@@ -50,7 +50,7 @@ class Harness:
             return failed
         code = msg["code"]
         bytecode = msg.get("bytecode")
-        entry = msg["entry_point"]
+        entry = msg["candidate"]
         register_source(SUBMISSION_FILE, code)
         try:
             if bytecode:  # compiled by the judge: parsing here would cost more (page faults)
@@ -212,7 +212,7 @@ def warm_up(rounds: int = 12) -> None:
     trusted code; its namespace and caches are dropped afterwards. Job limits are not applied.
     """
     code = compile(_WARM_CODE, SUBMISSION_FILE, "exec", dont_inherit=True)
-    load = {"op": "load", "code": _WARM_CODE, "bytecode": marshal.dumps(code), "entry_point": "warm",
+    load = {"op": "load", "code": _WARM_CODE, "bytecode": marshal.dumps(code), "candidate": "warm",
             "names": ["WARM_VALUE", "missing", "warm"], "timeout_s": 1.0, "memory_mb": 1}
     enc = plaindata.encode
     calls = [{"name": "warm", "args": enc(list(a)), "kwargs": enc({"k": i} if i % 2 else {})}

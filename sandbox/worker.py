@@ -124,7 +124,8 @@ def main(argv: list[str]) -> None:
                 elif job["op"] == "check":
                     v = judge.CheckRun(res, job["code"], job["test"], job["entry_point"], float(job["timeout_s"]),
                                        int(job["memory_mb"]), job.get("prelude"),
-                                       record_calls=bool(job.get("record_calls"))).execute()
+                                       record_calls=bool(job.get("record_calls")),
+                                       candidate=job.get("candidate")).execute()
                 elif job["op"] == "run":
                     v = program.ProgramRun(res, job["program"], float(job["timeout_s"]), int(job["memory_mb"])).execute()
                 elif job["op"] == "info":

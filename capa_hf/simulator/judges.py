@@ -34,8 +34,11 @@ class SandboxJudge:
     def run(self, submission: Submission, problem: Problem) -> dict:
         # The task's prompt is the trusted prelude: tests such as HumanEval/32 (`poly`) and /38
         # (`encode_cyclic`) call helpers that the prompt defines and the user never mentions.
-        verdict = self.pool.check(submission.code, problem.test, submission.candidate,
-                                  timeout_s=self.timeout_s, memory_mb=self.memory_mb, prelude=problem.prelude)
+        # The submission's chosen function is only the tests' `candidate`: a reply whose root
+        # function is named `poly` never replaces the prelude's `poly`.
+        verdict = self.pool.check(submission.code, problem.test, problem.entry_point,
+                                  timeout_s=self.timeout_s, memory_mb=self.memory_mb, prelude=problem.prelude,
+                                  candidate=submission.candidate)
         return verdict.to_dict()
 
     def judge(self, submission: Submission, problem: Problem):
