@@ -297,9 +297,9 @@ class CheckRun:
         verdict = self._attempt(compiled, self.prefetch_calls, t0)
         if self.diverged:
             # The real run asked for other calls than predicted: redo it without prefetching,
-            # in a fresh child (the first one ran calls the test never made).
-            if self.plan is not None:
-                prefetch.forget(self.plan)
+            # in a fresh child (the first one ran calls the test never made). The prediction
+            # is kept: whether a job is prefetched depends on its test only, never on what an
+            # earlier submission returned (a child can tell a batch from single calls).
             if state is not None:
                 random.setstate(state)
             self._reset()

@@ -26,8 +26,10 @@ with padded replies) learns nothing about which asserts held.
 Predictions are cached per test (``predict``): discovery only depends on the test, the
 prelude, the entry point and which helpers come from the submission -- never on the
 submission -- so the same test checked against many submissions (pass@k) predicts its
-calls once. Tests that use ``random`` are not cached; once a prediction turns out wrong,
-that test runs without prefetching from then on (``forget``).
+calls once. Tests that use ``random`` are not cached. A prediction that turns out wrong
+for one submission is kept: whether and what a job prefetches depends on its test alone,
+never on what earlier submissions returned (a child can tell a batch from single calls,
+so anything else would let one job signal the next).
 """
 from __future__ import annotations
 
@@ -209,7 +211,7 @@ def discover(test: str, filename: str, prelude_code, entry: str, remote_names, b
     return rec.calls, rec.keys
 
 
-_PREDICTIONS: dict[tuple, tuple[bytes, list[str]] | None] = {}
+_PREDICTIONS: dict[tuple, tuple[bytes, list[str]]] = {}
 _PREDICTIONS_MAX = 512
 
 
@@ -221,7 +223,7 @@ class Plan:
     cache_key: tuple | None = None
 
 
-def _remember(key: tuple, value: tuple[bytes, list[str]] | None) -> None:
+def _remember(key: tuple, value: tuple[bytes, list[str]]) -> None:
     if len(_PREDICTIONS) >= _PREDICTIONS_MAX:
         _PREDICTIONS.pop(next(iter(_PREDICTIONS)))
     _PREDICTIONS[key] = value
@@ -232,21 +234,13 @@ def predict(test: str, filename: str, prelude: str | None, prelude_code, entry: 
     key = None if uses_random else (test, prelude, entry, alias, tuple(wanted))
     if key is not None and key in _PREDICTIONS:
         hit = _PREDICTIONS[key]
-        # None: this test's prediction once turned out wrong (a test whose calls depend on
-        # their results in ways the stand-ins cannot follow): no prefetching
-        return Plan(b"", []) if hit is None else Plan(hit[0], hit[1], key)
+        return Plan(hit[0], hit[1], key)
     calls, keys = discover(test, filename, prelude_code, entry, wanted, base_ns, keep_random_state=uses_random,
                            alias=alias)
     frame = encode_request({"op": "batch", "calls": calls}) if calls else b""
     if key is not None:
         _remember(key, (frame, keys))
     return Plan(frame, keys, key)
-
-
-def forget(plan: Plan) -> None:
-    """The real run asked for other calls than ``plan`` predicted: do not prefetch for that test again."""
-    if plan.cache_key is not None:
-        _remember(plan.cache_key, None)
 
 
 @dataclass

@@ -38,13 +38,24 @@ DENY_EPERM = (
     "init_module", "finit_module", "delete_module", "acct", "quotactl", "quotactl_fd",
     "syslog", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
     "sethostname", "setdomainname", "vhangup", "iopl", "ioperm", "personality",
+    # writing back every file system of the machine (a stall for everything else on it)
+    "sync", "syncfs",
 )
-# Memory a child could hold outside RLIMIT_AS (SysV shared memory, memfd), and IPC objects that
-# outlive it (SysV IPC, POSIX message queues): denied unless the child has an IPC namespace of
-# its own and a memory cgroup bounds it (see build_bpf's allow_ipc).
+# Memory a child could hold outside RLIMIT_AS (SysV shared memory), and IPC objects that
+# outlive it (SysV IPC): denied unless the child has an IPC namespace of its own and a memory
+# cgroup bounds it (see build_bpf's allow_ipc).
 DENY_IPC = (
     "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl",
     "semget", "semop", "semtimedop", "semctl", "ipc",
+)
+# Objects whose inode numbers come from a counter that outlives the child (the kernel's
+# machine-wide one for pipes, sockets and message queues, shmem's internal mount for memfd):
+# a child that makes N of them moves the number the next child reads off its own pipes
+# (fstat), an exact channel from one job to the next. Always denied; the child's own
+# pipes (fds 1-4) are made by the worker. Threads, files, FIFOs on the scratch tmpfs (a
+# fresh one per child) are unaffected.
+DENY_COUNTERS = (
+    "pipe", "pipe2", "socketpair",
     "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
     "memfd_create", "memfd_secret",
 )
@@ -84,7 +95,7 @@ def build_bpf(allow_ipc: bool = False) -> bytes:
         n = sc.resolve_syscall(native, name)
         return n if isinstance(n, int) and n >= 0 else None
 
-    for name in DENY_EPERM + (() if allow_ipc else DENY_IPC):
+    for name in DENY_EPERM + DENY_COUNTERS + (() if allow_ipc else DENY_IPC):
         n = nr(name)
         if n is not None:
             f.add_rule(sc.ERRNO(errno.EPERM), n)
