@@ -37,14 +37,10 @@ from __future__ import annotations
 
 import _signal
 import builtins
-import dis
 import random
 import signal
 import time
-import types
-import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
 
 from . import plaindata, prefetch
 from .compile_helper import CompileHelper
@@ -54,18 +50,14 @@ from .protocol import SETUP_TIMEOUT_S, exc_record
 from .remote import Abort, RemoteError, RemoteFunction, clean_info, remote_exception, safe_str
 from .session import ChildGone, ChildProtocolError, ChildSession, ChildTimeout, ChildTooLarge
 from .spawner import SpawnError
+from .testcode import TEST_FILE, CompiledTest, compile_test, identifier, test_line
 from .verdict import Failure, Verdict, clean_text
 
 CHILD_SETUP_FAILED = "_child_setup_failed"   # marks a setup error of the child itself, not of the test
 
-TEST_FILE = "<capa-test>"
-PRELUDE_FILE = "<capa-prelude>"
 ALARM_GRACE_S = 0.5   # the trusted test's own work may run this far past the job's deadline
-_BUILTIN_NAMES = frozenset(dir(builtins))
-_EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
-_LOAD_GLOBAL = dis.opmap["LOAD_GLOBAL"]   # (3.11+: its name is co_names[arg >> 1])
-_NAME_OPS = frozenset(dis.opmap[n] for n in ("LOAD_NAME", "STORE_NAME", "DELETE_NAME", "STORE_GLOBAL",
-                                             "DELETE_GLOBAL"))
+_random_inst = random._inst
+_reseed = random.Random.__mro__[1].seed   # _random.Random.seed: a full state from os.urandom
 
 
 @dataclass
@@ -79,78 +71,27 @@ class Resources:
     notes: tuple = ()            # notes every verdict carries
 
 
-@dataclass(frozen=True)
-class CompiledTest:
-    test_code: types.CodeType
-    prelude_code: types.CodeType | None
-    global_names: tuple[str, ...]   # names the test's code reads as globals (not builtins)
-    test_lines: tuple[str, ...]
-    uses_random: bool   # the test or prelude names `random`: its calls may differ from run to run
-
-
-def _walk(co: types.CodeType):
-    yield co
-    for c in co.co_consts:
-        if isinstance(c, types.CodeType):
-            yield from _walk(c)
-
-
-def _global_names(co: types.CodeType) -> set[str]:
-    """The names the code reads or binds as globals (not attributes, not locals)."""
-    out = set()
-    for c in _walk(co):
-        code, names, ext = c.co_code, c.co_names, 0
-        for i in range(0, len(code), 2):
-            op, arg = code[i], code[i + 1] | ext
-            ext = arg << 8 if op == _EXTENDED_ARG else 0
-            if op == _LOAD_GLOBAL:
-                out.add(names[arg >> 1])
-            elif op in _NAME_OPS:
-                out.add(names[arg])
-    return out
-
-
-@lru_cache(maxsize=512)
-def compile_test(test: str, prelude: str | None) -> CompiledTest:
-    test_code = compile(test, TEST_FILE, "exec", dont_inherit=True)
-    prelude_code = compile(prelude, PRELUDE_FILE, "exec", dont_inherit=True) if prelude else None
-    names = set().union(*(c.co_names for c in _walk(test_code)))
-    uses_random = "random" in names or (prelude_code is not None and
-                                        "random" in set().union(*(c.co_names for c in _walk(prelude_code))))
-    return CompiledTest(test_code, prelude_code, tuple(sorted(_global_names(test_code) - _BUILTIN_NAMES)),
-                        tuple(test.splitlines()), uses_random)
-
-
-def identifier(name: str) -> str:
-    """``name`` as Python itself reads it in source: NFKC-normalized (``\ufb01nd`` is ``find``)."""
-    return unicodedata.normalize("NFKC", name)
-
-
-def _test_line(tb, lines: tuple[str, ...]) -> str | None:
-    lineno = None
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == TEST_FILE:
-            lineno = tb.tb_lineno
-        tb = tb.tb_next
-    if lineno and 0 < lineno <= len(lines):
-        return lines[lineno - 1].strip() or None
-    return None
+_ALARM = [False]   # the alarm went off in the current run_until (whatever the test caught)
 
 
 def _on_alarm(signum, frame):
+    _ALARM[0] = True
     raise Abort(timed_out=True)
 
 
-def run_until(deadline: float, fn, *args) -> None:
+def run_until(deadline: float, fn, *args) -> bool:
     """``fn(*args)``, stopped (Abort: timed out) once ``deadline`` has passed: the trusted
-    test's own work on the submission's values counts against the job's time limit."""
+    test's own work on the submission's values counts against the job's time limit.
+    Returns whether the alarm went off (a test's bare ``except`` may have swallowed it)."""
     if _signal.getsignal(signal.SIGALRM) is not _on_alarm:   # (prefetch discovery restores it;
         signal.signal(signal.SIGALRM, _on_alarm)             # _signal: without signal's enum lookup)
+    _ALARM[0] = False
     signal.setitimer(signal.ITIMER_REAL, max(0.001, deadline - time.monotonic()))
     try:
         fn(*args)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+    return _ALARM[0]
 
 
 class CheckRun:
@@ -180,16 +121,22 @@ class CheckRun:
         self.calls = 0                # calls made by the real test run
         self.batch: prefetch.Prefetched | None = None
         self.diverged = False
+        # the first Abort raised into the test: it decides the verdict, whatever the test caught
+        self.abort: Abort | None = None
         self.limit = plaindata.DecodeLimit()
         # the entry point's calls as the test made them, with what came back (plain data, wire
         # form); only kept when asked for, and only observed: the proxy works the same either way
         self.recorded: list[dict] | None = [] if self.record_calls else None
 
-    def _record(self, name: str, wire_args, wire_kwargs, reply: dict) -> None:
+    def _record(self, name: str, wire_args, wire_kwargs, reply: dict, result) -> None:
         if self.recorded is None or name != self.candidate:
             return
         entry = {"args": wire_args, "kwargs": wire_kwargs}
-        if reply.get("ok") is True and "value" in reply:
+        if isinstance(result, Abort) and "rejected" in result.happened:
+            # a value the judge refused to rebuild (a hash flood, say) is not kept as data
+            r = result.happened["rejected"]
+            entry["refused"] = {"type": r.type, "message": r.message}
+        elif reply.get("ok") is True and "value" in reply and not isinstance(result, BaseException):
             entry["value"] = reply["value"]
         elif reply.get("ok") is False and "exc" in reply:
             info = clean_info(reply["exc"])
@@ -200,6 +147,14 @@ class CheckRun:
 
     # -- used by RemoteFunction ----------------------------------------------
     def remote_call(self, name: str, args: tuple, kwargs: dict):
+        try:
+            return self._call(name, args, kwargs)
+        except Abort as a:
+            if self.abort is None:
+                self.abort = a
+            raise
+
+    def _call(self, name: str, args: tuple, kwargs: dict):
         if self.diverged:
             raise prefetch.Diverged()
         try:
@@ -220,7 +175,7 @@ class CheckRun:
         if entry is None:
             entry = self._request({"op": "call", "name": name, "args": wire_args, "kwargs": wire_kwargs})
         reply, result = entry
-        self._record(name, wire_args, wire_kwargs, reply)
+        self._record(name, wire_args, wire_kwargs, reply, result)
         if isinstance(result, BaseException):
             raise result
         return result[0]
@@ -293,7 +248,12 @@ class CheckRun:
                                           where="while compiling"), t0)
         self.bytecode = code.bytecode
         self.budget_s = max(0.0, self.timeout_s - code.seconds)
-        state = random.getstate() if compiled.uses_random else None
+        state = None
+        if compiled.uses_random:
+            # a fresh stream for every job: what one job's test drew (its arguments, which the
+            # child sees) says nothing about the next job's
+            _reseed(_random_inst)
+            state = random.getstate()
         verdict = self._attempt(compiled, self.prefetch_calls, t0)
         if self.diverged:
             # The real run asked for other calls than predicted: redo it without prefetching,
@@ -381,6 +341,15 @@ class CheckRun:
             return {"setup_error": f"sandbox setup failed: {safe_str(ready.get('setup_error'), 500)}",
                     CHILD_SETUP_FAILED: True}
         self.deadline = self.limit.deadline = time.monotonic() + self.budget_s
+        # the child's acknowledgement of the job's limits: sent before the submission runs, so
+        # it is the child's trusted setup speaking (nothing after it can be)
+        try:
+            ack, _ = self._receive("while setting the job's limits", settle=False)
+        except Abort:
+            ack = {}
+        if ack.get("limited") is not True:
+            return {"setup_error": f"the sandboxed process could not set the job's limits: "
+                                   f"{safe_str(ack.get('limits_error', 'no acknowledgement'), 500)}"}
         try:
             load, _ = self._receive("while loading", settle=False)
             candidate = self._bind(load, ns, wanted)
@@ -391,17 +360,28 @@ class CheckRun:
         # 4. run the test here, in the trusted process
         lines = compiled.test_lines
         try:
-            run_until(self.deadline + ALARM_GRACE_S, check_fn, candidate)
+            if run_until(self.deadline + ALARM_GRACE_S, check_fn, candidate):
+                return {"where": "during a call", "timed_out": True}   # (the test swallowed the alarm)
         except Abort as a:
-            return {"where": "during a call", **a.happened, "line": _test_line(a.__traceback__, lines)}
+            if self.abort is None:
+                return {"where": "during a call", **a.happened, "line": test_line(a.__traceback__, lines)}
         except prefetch.Diverged:
             self.diverged = True
             return {}
         except RemoteError as e:
-            return {"exc": e.remote, "where": "during a call", "line": _test_line(e.__traceback__, lines)}
+            if self.abort is None:
+                return {"exc": e.remote, "where": "during a call", "line": test_line(e.__traceback__, lines)}
         except BaseException as e:  # an assert, or e.g. TypeError from comparing a wrong-typed result
-            msg = safe_str(e) or ("assertion failed" if isinstance(e, AssertionError) else "")
-            return {"test_failure": Failure(type(e).__name__, msg, _test_line(e.__traceback__, lines))}
+            if self.abort is None and not _ALARM[0]:
+                msg = safe_str(e) or ("assertion failed" if isinstance(e, AssertionError) else "")
+                return {"test_failure": Failure(type(e).__name__, msg, test_line(e.__traceback__, lines))}
+        if self.diverged:
+            return {}
+        if _ALARM[0]:
+            return {"where": "during a call", "timed_out": True}
+        if self.abort is not None:   # raised into the test, and caught there: it still decides
+            a = self.abort
+            return {"where": "during a call", **a.happened, "line": test_line(a.__traceback__, lines)}
         return {}
 
     def _bind(self, load: dict, ns: dict, wanted: list[str]) -> RemoteFunction:

@@ -14,6 +14,9 @@ import os
 import tempfile
 
 CLONE_THREAD = 0x00010000
+CLONE_PIDFD = 0x00001000
+PIPE_FDS = (1, 2, 3, 4)   # the child's stdout, stderr, requests and replies
+F_DUPFD, F_DUPFD_CLOEXEC = 0, 1030
 AF_UNIX = 1
 
 # Calls that fail with EPERM. Unknown names on this architecture are skipped.
@@ -108,6 +111,21 @@ def build_bpf(allow_ipc: bool = False) -> bytes:
     n = nr("clone")
     if n is not None:
         f.add_rule(sc.ERRNO(errno.EPERM), n, sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+
+    n = nr("clone")
+    if n is not None:   # a pidfd of a thread: its number comes from a machine-wide counter
+        f.add_rule(sc.ERRNO(errno.EPERM), n, sc.Arg(0, sc.MASKED_EQ, CLONE_PIDFD, CLONE_PIDFD))
+    # The child's own pipes (fds 1-4) were made by the worker: their inode numbers and times
+    # say how many pipes the worker made before and when (a rerun's extra child, the end of
+    # the previous job). Not readable: no fstat/statx of them, nor of a copy of them.
+    for name in ("fstat", "newfstatat", "statx", "dup", "dup2", "dup3"):
+        n = nr(name)
+        for fd in PIPE_FDS if n is not None else ():
+            f.add_rule(sc.ERRNO(errno.EPERM), n, sc.Arg(0, sc.EQ, fd))
+    n = nr("fcntl")
+    for fd in PIPE_FDS if n is not None else ():
+        for cmd in (F_DUPFD, F_DUPFD_CLOEXEC):
+            f.add_rule(sc.ERRNO(errno.EPERM), n, sc.Arg(0, sc.EQ, fd), sc.Arg(1, sc.EQ, cmd))
 
     for name in SIGNAL_TARGET_FIRST_ARG:
         n = nr(name)

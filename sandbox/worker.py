@@ -99,7 +99,7 @@ def main(argv: list[str]) -> None:
             hello.update(msg)
             zclient = ZygoteClient(parent_sock, zpid)
     hello["fatal"] = fatal
-    compiler = CompileHelper()
+    compiler = CompileHelper(filters[False] if filters else None)
     if fatal is None:
         compiler.start()   # now, off the first job's clock
         hello["compile_helper_pid"] = compiler.pid

@@ -71,3 +71,14 @@ def test_a_diverging_job_does_not_change_how_later_jobs_are_prefetched(one):
     diverge = one.check("def f(x):\n    return 4 if x == 1 else 0\n", test, "f")
     assert diverge.status == "passed", diverge
     assert op_seen() == before == [5, "batch"]
+
+
+@pytest.mark.parametrize("what", ["import os\nos.fstat(1)", "import os\nos.stat(4)", "import os\nos.dup(3)",
+                                  "import os, fcntl\nfcntl.fcntl(2, fcntl.F_DUPFD, 10)"])
+def test_the_childs_own_pipes_cannot_be_stated(one, what):
+    # their inode numbers and times would say how many pipes the worker made before (a rerun's
+    # extra child after a diverging job) and when (the end of the previous job)
+    _, v = _returned(one, what + "\nreturn 1")
+    assert v.status == "blocked", v
+    printed = one.check("def f(x):\n    print('still prints')\n    return x\n", ECHO_TEST, "f")
+    assert printed.status == "passed" and printed.stdout == "still prints\n", printed
