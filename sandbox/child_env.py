@@ -172,8 +172,12 @@ def exc_info(e: BaseException, filename: str) -> dict:
                 tb = tb.tb_next
             if info["lineno"]:
                 info["line"] = linecache.getline(filename, info["lineno"]).strip()[:500] or None
-        # Mirror what Python would print, for the feedback shown to the model.
-        traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
+        # Mirror what Python would print, for the feedback shown to the model: from the
+        # submission's first frame on (the harness's frames above it would show host paths).
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+            tb = tb.tb_next
+        traceback.print_exception(type(e), e, tb, file=sys.stderr)
     except BaseException:
         pass
     return info

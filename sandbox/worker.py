@@ -66,7 +66,7 @@ def main(argv: list[str]) -> None:
     if cfg.seccomp:
         try:
             # the strict filter, and (only where a memory cgroup exists to make them harmless)
-            # one that leaves SysV IPC, message queues and memfd to children with their own
+            # one that leaves SysV IPC to children with their own
             # IPC namespace: the zygote picks one
             filters = {False: seccomp_filter.CompiledFilter(seccomp_filter.build_bpf(allow_ipc=False))}
         except Exception as e:

@@ -157,3 +157,12 @@ def test_each_job_draws_from_a_fresh_random_stream(pool_factory):
     drawn = p.check(echo, draw_test, "f", record_calls=True).decoded_calls()[0]["args"][0]
     r = random.Random(1234)
     assert drawn not in [r.random() for _ in range(5)]
+
+
+def test_a_submissions_traceback_shows_no_host_paths(pool):
+    import sandbox
+
+    v = pool.check(_fn("return 1 // 0"), ID_TEST, "f")
+    assert v.status == "error" and "ZeroDivisionError" in v.stderr, v
+    assert 'File "<submission>", line 2' in v.stderr
+    assert os.path.dirname(sandbox.__file__) not in v.stderr, v.stderr
