@@ -85,7 +85,8 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_label_difficulty(args) -> int:
-    from capa_hf.analysis.difficulty import counts_line, labels_from_run, write_labels
+    from capa_hf.analysis.difficulty import labels_from_run
+    from capa_hf.evaluation.difficulty_labels import counts_line, write_labels
 
     labels = labels_from_run(args.run)
     path = write_labels(labels, args.out)

@@ -34,7 +34,7 @@ from capa_hf.errors import CapaError
 from capa_hf.generation.llm_calls import run_jobs
 from capa_hf.prompts import fill, prompt_text
 from capa_hf.schema import Keypoint
-from capa_hf.simulator.llm_json import ask_json
+from capa_hf.llm_json import ask_json
 from capa_hf.text_literals import repeated_literals
 
 MIN_KEYPOINTS, MAX_KEYPOINTS = 2, 8

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import re
 from typing import Any, Callable, Iterable, Mapping
 
@@ -126,11 +125,3 @@ def check_engine_options(spec: str, options: Mapping[str, Any]) -> None:
         raise ValueError(f"unknown {name} engine option(s) {', '.join(map(repr, unknown))}; "
                          f"known {name} options: {', '.join(known)}")
 
-
-def usable_cores() -> int:
-    """The CPUs this process may run on: the default thread count of the llama.cpp engine and of
-    the llama.cpp server (whose own default is half the cores)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover (not Linux)
-        return max(1, os.cpu_count() or 1)

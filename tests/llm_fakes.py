@@ -8,7 +8,7 @@ from runners.types import ChatResult
 
 from capa_hf.content import load_user_lines
 from capa_hf.prompts import prompt_text
-from capa_hf.simulator.users import UserBrief
+from capa_hf.simulator.brief import UserBrief
 
 SESSION = "C01-S06"          # HumanEval/40 (triples_sum_to_zero): three task items and a convention item
 

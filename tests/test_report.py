@@ -7,7 +7,8 @@ import pytest
 from runners.scripted import ScriptedEngine
 
 from capa_hf.analysis.blank_control import run_blank_control
-from capa_hf.analysis.difficulty import labels_from_run, write_labels
+from capa_hf.analysis.difficulty import labels_from_run
+from capa_hf.evaluation.difficulty_labels import write_labels
 from capa_hf.analysis.report import build_report
 from capa_hf.cli import main
 from capa_hf.dataset.stats import dataset_stats

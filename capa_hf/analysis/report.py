@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from capa_hf.analysis import plots
-from capa_hf.analysis.difficulty import read_labels
+from capa_hf.evaluation.difficulty_labels import read_labels
 from capa_hf.analysis.markdown import section
 from capa_hf.analysis.results import as_runs, labels_source_text
 from capa_hf.analysis.runset import RunSet

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from capa_hf.analysis.difficulty import check_labels_match
+from capa_hf.evaluation.difficulty_labels import check_labels_match
 from capa_hf.analysis.results import Run, sessions_df
 from capa_hf.errors import CapaError
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from capa_hf.analysis.difficulty import LEVELS, RULE
+from capa_hf.evaluation.difficulty_labels import LEVELS, RULE
 from capa_hf.analysis.paired import METRICS, metric_summary, paired_metrics
 from capa_hf.analysis.results import Run, labels_source_text
 from capa_hf.analysis.runset import RunSet, check_pairable, condition_rank

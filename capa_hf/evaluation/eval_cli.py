@@ -110,7 +110,7 @@ def eval_cli(args) -> int:
     config = config_from_args(args)
     labels = None
     if getattr(args, "difficulty", None):
-        from capa_hf.analysis.difficulty import read_labels
+        from capa_hf.evaluation.difficulty_labels import read_labels
 
         labels = read_labels(args.difficulty)
     summary = run_eval(config, Path(args.out), progress=not args.no_progress, difficulty=labels)

@@ -35,7 +35,7 @@ from capa_hf.prompts import prompt_text
 from capa_hf.schema import Session
 from capa_hf.simulator.cast import cast_episode
 from capa_hf.simulator.protocols import judge_factory, user_factory
-from capa_hf.simulator.users import UserBrief
+from capa_hf.simulator.brief import UserBrief
 from capa_hf.version import PIPELINE_VERSION
 
 MAX_ERROR_SHARE = 0.05
@@ -150,7 +150,7 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
     data = data or load_capa(config.dataset, revision=config.revision)
     targets = select_targets(data, config.cells, config.limit, config.split)
     if difficulty is not None:
-        from capa_hf.analysis.difficulty import check_labels_match
+        from capa_hf.evaluation.difficulty_labels import check_labels_match
 
         check_labels_match(difficulty, data.version, data.manifest_sha256, f"dataset {data.source}")
     engine = engine or _make_engine(config.model, dict(config.engine_args))

@@ -37,7 +37,7 @@ from capa_hf.schema import Cell, GeneratorInfo, Session, Turn
 from capa_hf.simulator.cast import cast_episode
 from capa_hf.simulator.judges import SandboxJudge
 from capa_hf.simulator.problem import Problem
-from capa_hf.simulator.users import UserBrief
+from capa_hf.simulator.brief import UserBrief
 from capa_hf.variants.catalog import VariantCatalog
 from capa_hf.version import PIPELINE_VERSION
 

@@ -29,7 +29,7 @@ from capa_hf.generation.llm_calls import run_jobs, spec_name
 from capa_hf.generation.stage1_realize import Realization, RequestContext, TemplateRealizer, sentence
 from capa_hf.generation.stage3_checks import CheckResult, norm
 from capa_hf.prompts import fill, prompt_text
-from capa_hf.simulator.llm_json import check_result
+from capa_hf.llm_json import check_result
 from capa_hf.simulator.llm_planner import clean_message, persona_profile
 
 MAX_WORDS = 160

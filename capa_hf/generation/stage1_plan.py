@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from capa_hf.defaults import APPLY_WITHOUT_ASKING, GUESS_FIRST_SHARE, HISTORY_SIZE
-from capa_hf.generation.seeding import rng_for
+from capa_hf.seeding import rng_for
 from capa_hf.schema import Cell, Keypoint, Mechanism, TaskContent
 from capa_hf.schema.convention import VariantSource
 

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from capa_hf.generation.seeding import pick, pick_index, rng_for
+from capa_hf.seeding import pick, pick_index, rng_for
 from capa_hf.generation.stage1_lexicon import Mapping, fix_articles, mapping_for, wants_an
 from capa_hf.generation.stage1_plan import PlannedItem, SessionPlan
 from capa_hf.schema import Cell, HiddenItem, Lexicon, Persona, TaskContent

@@ -27,7 +27,7 @@ from capa_hf.generation.llm_calls import run_jobs, spec_name
 from capa_hf.generation.stage3_checks import CheckResult
 from capa_hf.prompts import fill, prompt_text
 from capa_hf.schema import Cell, Mechanism, Persona
-from capa_hf.simulator.llm_json import ask_json, reason_of, strict_bool
+from capa_hf.llm_json import ask_json, reason_of, strict_bool
 from capa_hf.simulator.llm_planner import persona_profile
 
 ROLE = "consistency"

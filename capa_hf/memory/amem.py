@@ -201,7 +201,7 @@ def _sampling(seed: int, *parts: Any) -> Sampling:
 
 
 def _first_object(text: str) -> dict | None:
-    from capa_hf.simulator.llm_json import first_json_object
+    from capa_hf.llm_json import first_json_object
 
     value, _ = first_json_object(text)
     return value if isinstance(value, dict) else None

@@ -16,7 +16,7 @@ from capa_hf.defaults import MAX_TURNS
 from capa_hf.simulator.episode import EpisodeSetup, session_episode
 from capa_hf.simulator.problem import Problem
 from capa_hf.simulator.protocols import Judge, user_factory
-from capa_hf.simulator.users import UserBrief
+from capa_hf.simulator.brief import UserBrief
 
 
 def cast_episode(brief: UserBrief, problem: Problem, initial_request: str, system_prompt: str, judge: Judge, *,

@@ -14,7 +14,7 @@ from typing import Sequence
 from capa_hf.prompts import fill, prompt_text
 from capa_hf.schema import Persona
 from capa_hf.simulator.planner import Plan
-from capa_hf.simulator.users import UserBrief
+from capa_hf.simulator.brief import UserBrief
 from capa_hf.simulator.verdicts import failing_line, failure_summary
 
 FAILING_TEST = "failing_test"

@@ -24,12 +24,13 @@ from runners.types import Sampling, derive_seed
 
 from capa_hf.prompts import fill
 from capa_hf.simulator.fidelity import MAX_WORDS, Check, echo_grams, failed, message_checks
-from capa_hf.simulator.llm_json import ask_json, check_result
+from capa_hf.llm_json import ask_json, check_result
 from capa_hf.simulator.llm_planner import (allowed_focus, clean_message, convey_text, expression_messages,
                                            focus_of, instruction_texts, plan_of, planner_messages, validate_plan)
 from capa_hf.simulator.planner import Plan, plan_next
 from capa_hf.simulator.protocols import register_user
-from capa_hf.simulator.users import UserBrief, scripted_user
+from capa_hf.simulator.brief import UserBrief
+from capa_hf.simulator.users import scripted_user
 from capa_hf.simulator.verdicts import failing_line
 
 PLANNER_MAX_TOKENS = 200

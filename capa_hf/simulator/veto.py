@@ -20,7 +20,7 @@ from runners.types import Sampling, derive_seed
 
 from capa_hf.prompts import fill, prompt_text
 from capa_hf.simulator.extraction import Submission
-from capa_hf.simulator.llm_json import ask_json, reason_of, strict_bool
+from capa_hf.llm_json import ask_json, reason_of, strict_bool
 from capa_hf.simulator.problem import Problem
 from capa_hf.simulator.protocols import Judge
 

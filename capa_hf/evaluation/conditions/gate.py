@@ -7,7 +7,7 @@ test) reads the cell's 5 history sessions and the new request and answers one JS
   its own number, and one line on why it was chosen (`gate_highlight.md`);
 - not sufficient: the context holds the guidance on what is still unresolved, to be asked about
   (`gate_unresolved.md`).
-An answer that is not such an object is asked again once (`simulator.llm_json.ask_json`); after
+An answer that is not such an object is asked again once (`capa_hf.llm_json.ask_json`); after
 a second bad answer the session falls back to the raw same-user history, and that is counted.
 An engine error is no answer: the condition fails before any session.
 
@@ -69,7 +69,7 @@ def gate_messages(hist: Sequence[Session], request: str) -> list[dict]:
 
 
 def gate_episode(hist: Sequence[Session], request: str, seed: int, key: str, affinity: str):
-    from capa_hf.simulator.llm_json import ask_json
+    from capa_hf.llm_json import ask_json
 
     call = Call(ROLE, gate_messages(hist, request),
                 Sampling(temperature=0.0, max_tokens=GATE_MAX_TOKENS, seed=derive_seed(seed, "gate", key)),

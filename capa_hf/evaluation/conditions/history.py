@@ -14,7 +14,7 @@ from capa_hf.dataset.load import LoadedDataset
 from capa_hf.defaults import HISTORY_SIZE
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions.base import register, render_dialogue, render_history
-from capa_hf.generation.seeding import rng_for
+from capa_hf.seeding import rng_for
 from capa_hf.schema import Session
 
 SIZE_SLACK = 1.15
