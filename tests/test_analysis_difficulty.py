@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 
 from capa_hf.analysis.difficulty import labels_from_run
-from capa_hf.evaluation.difficulty_labels import check_labels_match, difficulty_label, read_labels, write_labels
 from capa_hf.analysis.results import sessions_df
 from capa_hf.cli import main
 from capa_hf.errors import CapaError
+from capa_hf.evaluation.difficulty_labels import check_labels_match, difficulty_label, read_labels, write_labels
 from tests.run_fakes import DATASET, record, write_run
 
 

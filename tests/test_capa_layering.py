@@ -24,7 +24,8 @@ from tests.import_graph import graph, modules
 LAYERS: list[tuple[str, dict[str, tuple[str, ...]]]] = [
     ("base", {"base": ("capa_hf.__init__", "capa_hf.version", "capa_hf.errors", "capa_hf.defaults",
                        "capa_hf.paths", "capa_hf.registry", "capa_hf.prompts", "capa_hf.data_files",
-                       "capa_hf.text_literals", "capa_hf.seeding", "capa_hf.llm_json", "capa_hf.schema")}),
+                       "capa_hf.text_literals", "capa_hf.seeding", "capa_hf.llm_json", "capa_hf.oracle",
+                       "capa_hf.schema")}),
     ("simulator", {"simulator": ("capa_hf.simulator",)}),
     ("content", {"content": ("capa_hf.content", "capa_hf.humaneval", "capa_hf.design", "capa_hf.presets",
                              "capa_hf.variants", "capa_hf.validate_content")}),

@@ -8,11 +8,11 @@ from runners.scripted import ScriptedEngine
 
 from capa_hf.analysis.blank_control import run_blank_control
 from capa_hf.analysis.difficulty import labels_from_run
-from capa_hf.evaluation.difficulty_labels import write_labels
 from capa_hf.analysis.report import build_report
 from capa_hf.cli import main
 from capa_hf.dataset.stats import dataset_stats
 from capa_hf.errors import CapaError
+from capa_hf.evaluation.difficulty_labels import write_labels
 from capa_hf.evaluation.metrics import es, ft_es, ttc
 from capa_hf.evaluation.run import EvalConfig, run_eval
 from tests.run_fakes import record, write_run

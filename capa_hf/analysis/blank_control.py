@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, Generator
 
 from capa_hf.data_files import read_yaml
-from capa_hf.defaults import STOP_AFTER_FENCE
+from capa_hf.defaults import JUDGE, MAX_TURNS, STOP_AFTER_FENCE
 from capa_hf.errors import CapaError
-from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.conditions import HISTORY_STOPS
+from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.metrics import metric_block, trial_block
 from capa_hf.evaluation.records import (RESULTS, append, complete, outcome_record, prepare_out, read_records,
                                         rewrite)
@@ -88,7 +88,7 @@ def humaneval_identity() -> tuple[str, str]:
 
 def blank_config(config: EvalConfig) -> EvalConfig:
     return replace(config, condition=BLANK, split="humaneval", dataset=None, revision=None, cells=None,
-                   user="debugger", judge="sandbox", veto=None, condition_args={})
+                   user="debugger", judge=JUDGE, veto=None, condition_args={})
 
 
 def task_facts(task: Task) -> dict:
@@ -186,7 +186,7 @@ def add_blank_arguments(p) -> None:
     p.add_argument("--temperature", type=float, default=None, help="default 0 (greedy) unless a preset sets it")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--samples", type=int, default=1, help="independent trials per task (pass^k)")
-    p.add_argument("--max-turns", type=int, default=8, help="assistant turns per task (default 8)")
+    p.add_argument("--max-turns", type=int, default=MAX_TURNS, help=f"assistant turns per task (default {MAX_TURNS})")
     p.add_argument("--limit", type=int, default=None, help="only the first N tasks")
     p.add_argument("--max-errors", type=int, default=None, help="abort after this many tasks the engine cannot finish")
     p.add_argument("--out", required=True)

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from capa_hf.evaluation.difficulty_labels import check_labels_match
 from capa_hf.analysis.results import Run, sessions_df
+from capa_hf.defaults import SPLIT
 from capa_hf.errors import CapaError
+from capa_hf.evaluation.difficulty_labels import check_labels_match
 
 BLANK = "blank-control"
 CONDITION_ORDER = ("none", "shuffled", "conflicting", "same-user", "mem0", "amem", "gate")
@@ -61,7 +62,7 @@ class RunSet:
         clash = sum(1 for m in models.values() if m == name) > 1
         return f"{name} #{setting}" if clash else name
 
-    def slot(self, setting: str, condition: str, split: str = "heldout") -> Run | None:
+    def slot(self, setting: str, condition: str, split: str = SPLIT) -> Run | None:
         for r in self.capa_runs:
             if (r.setting, r.condition, r.split) == (setting, condition, split):
                 return r

@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from capa_hf.evaluation.difficulty_labels import LEVELS, RULE
 from capa_hf.analysis.paired import METRICS, metric_summary, paired_metrics
 from capa_hf.analysis.results import Run, labels_source_text
 from capa_hf.analysis.runset import RunSet, check_pairable, condition_rank
+from capa_hf.evaluation.difficulty_labels import LEVELS, RULE
 from capa_hf.evaluation.metrics import pass_hat_k
+from capa_hf.oracle import oracle_bound
 
 VALUE_COLUMNS = [("n", "n", "int"), ("ES", "ES %", "pct"), ("FT-ES", "FT-ES %", "pct"), ("TTC", "TTC", "turns")]
 DELTA_COLUMNS = [("dES", "ΔES pp", "dpct"), ("dFT-ES", "ΔFT-ES pp", "dpct"), ("dTTC", "ΔTTC turns", "dturns")]
@@ -170,7 +171,7 @@ def item_kind_table(rs: RunSet, dataset_oracle: float | None = None) -> Table | 
             rows.append(values_row(part, model=model, condition=run.condition, group=group))
         once = frame.drop_duplicates("session_id")
         rows.append({"model": model, "condition": run.condition, "group": "oracle bound (these sessions)",
-                     "n": int(len(once)), "FT-ES": float(once["fully_resolvable"].astype(bool).mean())})
+                     "n": int(len(once)), "FT-ES": oracle_bound(once["fully_resolvable"].astype(bool))})
         used.append(run.name)
     if not rows:
         return None

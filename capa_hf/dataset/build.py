@@ -11,6 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from runners.engine import engine_label
+
 from capa_hf.content import load_content
 from capa_hf.dataset.card import render_card
 from capa_hf.dataset.features import LAYOUT
@@ -72,7 +74,7 @@ def build_dataset(out: Path, seed: int = 0, version: str | None = None, engine=N
                                "bytes": path.stat().st_size, "num_bytes": table.nbytes, "sha256": sha256(path)}
     facts = dataset_stats(sessions, cells, {t: dict(s.dimensions) for t, s in content.variants.items()})
     assistant = "the reference assistant" if engine is None else \
-        f"`{engine.name}:{engine.model}` (reference fallback when unresolved)"
+        f"`{engine_label(engine)}` (reference fallback when unresolved)"
     writer = ("template realizer (curated keypoints, conventions, persona voice kits, discipline lexicons)"
               if realizer is None or realizer.name == "template" else
               f"requests written by `{realizer.name}` from the template's visible keypoints, persona and information "

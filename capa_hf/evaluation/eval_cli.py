@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from capa_hf.defaults import EVAL_MAX_TOKENS, MAX_TURNS
+from capa_hf.defaults import CONDITION, EVAL_MAX_TOKENS, MAX_TURNS, SPLIT, USER
 from capa_hf.errors import CapaError
 
 
@@ -15,7 +15,7 @@ def add_eval_arguments(e) -> None:
     e.add_argument("--preset", default=None, help="a model preset (capa_hf/data/presets.yaml), e.g. qwen3-8b-think")
     e.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="engine option, repeatable; typed: int, float, bool, JSON (e.g. tensor_parallel_size=4)")
-    e.add_argument("--condition", default="none", help="none | same-user | shuffled | conflicting | gate | mem0 | amem")
+    e.add_argument("--condition", default=CONDITION, help="none | same-user | shuffled | conflicting | gate | mem0 | amem")
     e.add_argument("--gate-model", default=None, metavar="SPEC",
                    help="gate condition: the gate's engine spec (default: the model under test)")
     e.add_argument("--memory-llm", default=None, metavar="SPEC",
@@ -25,7 +25,7 @@ def add_eval_arguments(e) -> None:
                    help="condition option, repeatable, typed like --engine-arg (e.g. memory_scope=session)")
     e.add_argument("--dataset", default=None, help="dataset folder or Hub id (default: the committed dist/capa)")
     e.add_argument("--revision", default=None, help="Hub revision or tag of --dataset, e.g. v0.2.0")
-    e.add_argument("--split", default="heldout", help="heldout (default) or history")
+    e.add_argument("--split", default=SPLIT, help=f"{SPLIT} (default) or history")
     e.add_argument("--cells", nargs="*", default=None, help="cell ids, e.g. C01 C07")
     e.add_argument("--limit", type=int, default=None, help="at most this many sessions")
     e.add_argument("--seed", type=int, default=0)
@@ -38,7 +38,7 @@ def add_eval_arguments(e) -> None:
     e.add_argument("--min-p", type=float, default=None)
     e.add_argument("--max-errors", type=int, default=None,
                    help="abort after this many sessions the engine cannot finish (default 5%% of the sessions)")
-    e.add_argument("--user", default="scripted", help="simulated user: scripted, or llm:<engine spec> "
+    e.add_argument("--user", default=USER, help="simulated user: scripted, or llm:<engine spec> "
                                                       "(the paper's planner + expression agent)")
     e.add_argument("--user-engine-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="option of the LLM user's engine, repeatable, typed like --engine-arg")

@@ -18,12 +18,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from runners.engine import EngineError
+from runners.engine import EngineError, describe_engine
 from runners.types import Sampling
 
 from capa_hf.content import load_user_lines
 from capa_hf.dataset.load import LoadedDataset, load_capa
-from capa_hf.defaults import STOP_AFTER_FENCE
+from capa_hf.defaults import MAX_ERROR_SHARE, SPLIT, STOP_AFTER_FENCE
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions import HISTORY_STOPS, ConditionEnv, get_condition
 from capa_hf.evaluation.config import EvalConfig
@@ -31,14 +31,13 @@ from capa_hf.evaluation.metrics import summarize
 from capa_hf.evaluation.records import (RESULTS, append, complete, outcome_record, prepare_out, read_records,
                                         record_key, rewrite)
 from capa_hf.evaluation.summary_md import summary_markdown
+from capa_hf.oracle import fully_resolvable
 from capa_hf.prompts import prompt_text
 from capa_hf.schema import Session
+from capa_hf.simulator.brief import UserBrief
 from capa_hf.simulator.cast import cast_episode
 from capa_hf.simulator.protocols import judge_factory, user_factory
-from capa_hf.simulator.brief import UserBrief
 from capa_hf.version import PIPELINE_VERSION
-
-MAX_ERROR_SHARE = 0.05
 
 
 class TooManyErrors(CapaError):
@@ -46,7 +45,7 @@ class TooManyErrors(CapaError):
 
 
 def select_targets(data: LoadedDataset, cells: tuple[str, ...] | None, limit: int | None,
-                   split: str = "heldout") -> list[Session]:
+                   split: str = SPLIT) -> list[Session]:
     if split not in ("heldout", "history"):
         raise CapaError(f"--split {split!r}: expected heldout or history")
     pool = data.heldout if split == "heldout" else data.history
@@ -86,7 +85,7 @@ def session_facts(t: Session, config: EvalConfig, context: dict) -> dict:
     return {"session_id": t.session_id, "cell_id": t.cell_id, "persona_id": t.persona_id,
             "mechanisms": list(t.mechanisms), "task_id": t.task_id, "role": t.role,
             "item_kinds": sorted({h.kind for h in t.hidden_items}),
-            "fully_resolvable": all(h.resolvable_from_history for h in t.hidden_items),
+            "fully_resolvable": fully_resolvable(t),
             "condition": config.condition, "context_sources": context["sources"],
             "context_chars": len(context["text"]),
             **{k: v for k, v in context.items() if k not in ("text", "sources")}}
@@ -122,8 +121,7 @@ def make_judge(config: EvalConfig):
 
 def run_config(config: EvalConfig, engine: Any, data: LoadedDataset, n_targets: int,
                difficulty: dict | None = None) -> dict:
-    describe = engine.describe() if hasattr(engine, "describe") else {"engine": getattr(engine, "name", "?")}
-    return {"run": config.to_dict(), "engine": describe, "pipeline_version": PIPELINE_VERSION,
+    return {"run": config.to_dict(), "engine": describe_engine(engine), "pipeline_version": PIPELINE_VERSION,
             "dataset_source": data.source, "dataset_version": data.version,
             "dataset_manifest_sha256": data.manifest_sha256, "n_targets": n_targets,
             **({"difficulty": difficulty} if difficulty else {})}

@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from runners.driver import Call, run_episodes
+from runners.engine import engine_label
 from runners.types import Sampling, derive_seed
 
 from capa_hf.dataset.load import LoadedDataset
+from capa_hf.defaults import GATE_MAX_TOKENS, GREEDY
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions.base import ConditionEnv, register, render_dialogue, render_history, render_sessions
 from capa_hf.evaluation.conditions.history import by_cell, own_history
@@ -35,7 +37,6 @@ from capa_hf.prompts import fill, prompt_text
 from capa_hf.schema import Session
 
 ROLE = "gate"
-GATE_MAX_TOKENS = 400
 VERDICTS = "gate.jsonl"
 
 
@@ -72,7 +73,7 @@ def gate_episode(hist: Sequence[Session], request: str, seed: int, key: str, aff
     from capa_hf.llm_json import ask_json
 
     call = Call(ROLE, gate_messages(hist, request),
-                Sampling(temperature=0.0, max_tokens=GATE_MAX_TOKENS, seed=derive_seed(seed, "gate", key)),
+                Sampling(temperature=GREEDY, max_tokens=GATE_MAX_TOKENS, seed=derive_seed(seed, "gate", key)),
                 affinity=affinity)
     answer = yield from ask_json(call, lambda v: check_verdict(v, len(hist)), what="gate verdict", retries=1)
     return answer
@@ -113,10 +114,6 @@ def load_verdicts(path: Path | None) -> dict[str, dict]:
     return out
 
 
-def _engine_label(engine: Any) -> str:
-    return f"{getattr(engine, 'name', type(engine).__name__)}:{getattr(engine, 'model', '')}"
-
-
 @register("gate")
 class Gate:
     name = "gate"
@@ -146,7 +143,7 @@ class Gate:
                 engine.close()
 
     def _contexts(self, targets, data, env, engine):
-        label = _engine_label(engine)
+        label = engine_label(engine)
         path = Path(env.out) / VERDICTS if env.out is not None else None
         known = load_verdicts(path)
         hists = {c: own_history(c, data) for c in by_cell(targets)}

@@ -14,8 +14,8 @@ from capa_hf.dataset.load import LoadedDataset
 from capa_hf.defaults import HISTORY_SIZE
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions.base import register, render_dialogue, render_history
-from capa_hf.seeding import rng_for
 from capa_hf.schema import Session
+from capa_hf.seeding import rng_for
 
 SIZE_SLACK = 1.15
 
