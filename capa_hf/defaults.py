@@ -22,6 +22,11 @@ USER = "scripted"                # the simulated user (`llm:<engine spec>` for t
 JUDGE = "sandbox"                # the judge of every submission
 MAX_ERROR_SHARE = 0.05           # a run stops after this share of its sessions failed (at least 1)
 
+# The blank control (paper Table 6) is `capa eval` with these three (analysis/blank_control.py)
+BLANK_CONDITION = "blank-control"   # no context
+BLANK_SPLIT = "humaneval"           # HumanEval's 164 tasks with their full prompt
+BLANK_USER = "debugger"             # reports the failing check, nothing else
+
 # --- Every role's reply budget (max_tokens) and temperature ---------------------------------
 GREEDY = 0.0                     # temperature of every role that is not given one
 EVAL_MAX_TOKENS = 768            # the model under test, per turn

@@ -37,6 +37,6 @@ def plan_json(focus, need=True, rationale="the assistant asked about it") -> str
 
 
 def session_brief(data, session_id: str = SESSION) -> UserBrief:
-    from capa_hf.evaluation.run import brief
+    from capa_hf.evaluation.capa_source import brief
 
     return brief(data.heldout[session_id], data, load_user_lines())

@@ -24,7 +24,7 @@ from tests.import_graph import graph, modules
 LAYERS: list[tuple[str, dict[str, tuple[str, ...]]]] = [
     ("base", {"base": ("capa_hf.__init__", "capa_hf.version", "capa_hf.errors", "capa_hf.defaults",
                        "capa_hf.paths", "capa_hf.registry", "capa_hf.prompts", "capa_hf.data_files",
-                       "capa_hf.text_literals", "capa_hf.seeding", "capa_hf.llm_json", "capa_hf.oracle",
+                       "capa_hf.text_literals", "capa_hf.seeding", "capa_hf.llm_json", "capa_hf.oracle", "capa_hf.specs",
                        "capa_hf.schema")}),
     ("simulator", {"simulator": ("capa_hf.simulator",)}),
     ("content", {"content": ("capa_hf.content", "capa_hf.humaneval", "capa_hf.design", "capa_hf.presets",
@@ -101,4 +101,18 @@ def test_a_layer_violation_is_found():
 def test_runners_and_sandbox_import_nothing_of_capa_hf():
     bad = [f"{m} imports {t}" for m, ts in graph().items() if m.split(".")[0] in ("runners", "sandbox")
            for t in ts if t.split(".")[0] == "capa_hf"]
+    assert not bad, bad
+
+
+def test_no_module_imports_a_private_name_from_another():
+    import ast
+
+    bad = []
+    for module in capa_modules():
+        path = modules()[module]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in
+                                                     ("capa_hf", "runners", "sandbox")):
+                bad += [f"{module}:{node.lineno} imports {a.name} from {node.module}" for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
     assert not bad, bad

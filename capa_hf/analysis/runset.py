@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from capa_hf.analysis.results import Run, sessions_df
-from capa_hf.defaults import SPLIT
+from capa_hf.defaults import BLANK_CONDITION, SPLIT
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.difficulty_labels import check_labels_match
 
-BLANK = "blank-control"
 CONDITION_ORDER = ("none", "shuffled", "conflicting", "same-user", "mem0", "amem", "gate")
 
 
@@ -43,11 +42,11 @@ class RunSet:
 
     @property
     def capa_runs(self) -> list[Run]:
-        return [r for r in self.runs if r.condition != BLANK]
+        return [r for r in self.runs if r.condition != BLANK_CONDITION]
 
     @property
     def blank_runs(self) -> list[Run]:
-        return [r for r in self.runs if r.condition == BLANK]
+        return [r for r in self.runs if r.condition == BLANK_CONDITION]
 
     def settings(self) -> list[str]:
         seen: dict[str, None] = {}

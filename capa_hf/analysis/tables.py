@@ -23,6 +23,7 @@ import pandas as pd
 from capa_hf.analysis.paired import METRICS, metric_summary, paired_metrics
 from capa_hf.analysis.results import Run, labels_source_text
 from capa_hf.analysis.runset import RunSet, check_pairable, condition_rank
+from capa_hf.defaults import BLANK_CONDITION
 from capa_hf.evaluation.difficulty_labels import LEVELS, RULE
 from capa_hf.evaluation.metrics import pass_hat_k
 from capa_hf.oracle import oracle_bound
@@ -239,7 +240,7 @@ def trials_table(rs: RunSet) -> Table | None:
         kmax = max(kmax, k)
         per_trial = frame.groupby("trial")[["solved", "first_turn", "ttc"]].mean()
         succ = frame.groupby("session_id")["solved"].agg(["sum", "size"])
-        row = {"model": rs.model_label(run.setting) if run.condition != "blank-control" else run.model,
+        row = {"model": rs.model_label(run.setting) if run.condition != BLANK_CONDITION else run.model,
                "condition": run.condition, "n": int(len(per_session)), "trials": k}
         for name, (col, _) in METRICS.items():
             row[name], row[f"{name}_sd"] = float(per_trial[col].mean()), float(per_trial[col].std(ddof=1))

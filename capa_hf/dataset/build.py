@@ -21,6 +21,7 @@ from capa_hf.dataset.stats import dataset_stats
 from capa_hf.errors import CapaError
 from capa_hf.generation.pipeline import generate
 from capa_hf.humaneval import load_tasks
+from capa_hf.specs import llm_spec
 from capa_hf.variants.catalog import VariantCatalog
 from capa_hf.version import PIPELINE_VERSION
 
@@ -92,20 +93,12 @@ def build_dataset(out: Path, seed: int = 0, version: str | None = None, engine=N
             "stage3": stats.lines(), "version": version, "stats": facts}
 
 
-def _llm_spec(flag: str, value: str | None) -> str | None:
-    if value is None:
-        return None
-    if not value.startswith("llm:") or not value[4:].strip():
-        raise CapaError(f"{flag} {value!r}: expected llm:<engine spec>, e.g. llm:vllm:Qwen/Qwen3-8B")
-    return value[4:]
-
-
 def build_cli(args) -> int:
     from runners.options import parse_engine_args
 
     engine = cache = realizer = consistency = None
-    realizer_spec = _llm_spec("--realizer", getattr(args, "realizer", None))
-    consistency_spec = _llm_spec("--consistency", getattr(args, "consistency", None))
+    realizer_spec = llm_spec("--realizer", args.realizer) if getattr(args, "realizer", None) else None
+    consistency_spec = llm_spec("--consistency", args.consistency) if getattr(args, "consistency", None) else None
     try:
         assistant_args = parse_engine_args(getattr(args, "assistant_engine_arg", None) or [])
     except ValueError as exc:

@@ -21,7 +21,7 @@ class UserBrief:
     hidden_items: tuple[HiddenItem, ...]
     keypoints: Mapping[str, Keypoint]
     dimensions: Mapping[str, Dimension]      # or anything with name, summary and questions
-    persona: Persona
+    persona: Persona | None                  # None for a user without one (the blank control's debugger)
     user_lines: Mapping
     reference: str = ""           # the variant's reference code (an LLM planner's ground truth)
     task_prompt: str = ""

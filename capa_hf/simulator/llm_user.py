@@ -152,3 +152,9 @@ def fallback_counts(records: Iterable[dict]) -> dict:
             "planner_fallbacks_per_100_turns": per100(planner),
             "expression_fallbacks_per_100_turns": per100(expression),
             "failed_checks": dict(sorted(failed_checks.items()))}
+
+
+# What the run reads of this user (evaluation/run.py): the driver role of its own engine, built from
+# the spec after `llm:`, and the counts it adds to summary.json.
+make_llm_user.engine_role = "user"
+make_llm_user.summary_counts = lambda records: {"llm_user": fallback_counts(records)}

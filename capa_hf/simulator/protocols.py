@@ -44,7 +44,8 @@ class Judge(Protocol):
 
 
 USERS: Registry[Callable[..., SimulatedUser]] = Registry(
-    "simulated user", "capa.users", builtins=("capa_hf.simulator.users", "capa_hf.simulator.llm_user"),
+    "simulated user", "capa.users",
+    builtins=("capa_hf.simulator.users", "capa_hf.simulator.llm_user", "capa_hf.simulator.debugger_user"),
     hint="an LLM user is written llm:<engine spec>")
 JUDGES: Registry[Callable[..., Judge]] = Registry("judge", "capa.judges", builtins=("capa_hf.simulator.judges",))
 
