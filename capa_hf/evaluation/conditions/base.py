@@ -2,7 +2,8 @@
 
 A condition is tiny: given the evaluated targets and the dataset, it returns the text that goes
 into each target's system message and the history sessions it drew on. Register new ones with
-`@register("name")`; the episode never changes. A condition that needs model calls (a gate, a
+`@register("name")` (or, from a plug-in package, an entry point in the group `capa.conditions`);
+the episode never changes. A condition that needs model calls (a gate, a
 memory system) does them in `prepare` before any session starts.
 """
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
 from capa_hf.dataset.load import LoadedDataset
-from capa_hf.errors import CapaError
+from capa_hf.registry import Registry
 from capa_hf.prompts import fill, prompt_text
 from capa_hf.schema import Session
 
@@ -41,24 +42,16 @@ class Condition(Protocol):
         Extra keys (a gate's verdict, a memory digest's counts) are recorded with the session."""
 
 
-_REGISTRY: dict[str, Callable[..., Condition]] = {}
-
-
-def register(name: str):
-    def deco(factory):
-        _REGISTRY[name] = factory
-        return factory
-    return deco
-
-
-def known_conditions() -> list[str]:
-    return sorted(_REGISTRY)
+CONDITIONS: Registry[Callable[..., Condition]] = Registry(
+    "condition", "capa.conditions",
+    builtins=tuple(f"capa_hf.evaluation.conditions.{m}" for m in ("history", "gate", "mem0_memory", "amem_memory",
+                                                                   "blank")))
+register = CONDITIONS.register
+known_conditions = CONDITIONS.names
 
 
 def get_condition(name: str, seed: int = 0) -> Condition:
-    if name not in _REGISTRY:
-        raise CapaError(f"unknown condition {name!r}; expected one of {', '.join(known_conditions())}")
-    return _REGISTRY[name](seed=seed)
+    return CONDITIONS.get(name)(seed=seed)
 
 
 # Stop sequences for the model under test: a reply ends where it would start to write the next
