@@ -118,13 +118,14 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
     info = run_config(config, engine, identity, len(targets), difficulty)
     return run_sessions(out, config, targets, make_episode, run_info=info, engines=engines, judge=judge,
                         contexts=contexts, progress=progress, difficulty=difficulty,
-                        summary_extra=lambda scored: role_summary(config, scored))
+                        summary_extra=lambda scored, latest: part_counts(config, condition, scored, latest))
 
 
-def role_summary(config: EvalConfig, scored: list[dict]) -> dict:
-    """Counts the simulated user declares (the LLM user's fallbacks per 100 turns), and the veto's
-    counts and reasons, with ES, FT-ES and TTC as scored (vetoes count as fails) and as they would
-    be without the vetoes."""
+def part_counts(config: EvalConfig, condition: Any, scored: list[dict], latest: list[dict]) -> dict:
+    """The counts the run's parts declare: the simulated user's (the LLM user's fallbacks per 100
+    turns), the veto's counts and reasons, with ES, FT-ES and TTC as scored (vetoes count as fails)
+    and as they would be without the vetoes, and the condition's (`condition_stats`: the gate's
+    verdicts, a memory system's counts), over every record, incomplete ones included."""
     out: dict = dict(getattr(user_factory(config.user), "summary_counts", lambda scored: {})(scored))
     if config.veto:
         from capa_hf.evaluation.metrics import metric_block
@@ -133,4 +134,7 @@ def role_summary(config: EvalConfig, scored: list[dict]) -> dict:
         out["veto"] = {**veto_counts(scored),
                        "with_vetoes": metric_block(scored, config.max_turns, seed=config.seed),
                        "without_vetoes": metric_block(without_vetoes(scored), config.max_turns, seed=config.seed)}
+    counts = getattr(condition, "summary_counts", lambda records: {})(latest)
+    if counts:
+        out["condition_stats"] = counts
     return out

@@ -88,13 +88,14 @@ def run_sessions(out: Path, config: EvalConfig, targets: Sequence[Any],
                  make_episode: Callable[[Any, int, dict], Callable[[], Any]], *, run_info: dict,
                  engines: Mapping[str, Any], judge: Any, contexts: Callable[[Any], Mapping[str, dict]],
                  progress: bool = True, difficulty: dict | None = None,
-                 summary_extra: Callable[[list[dict]], dict] | None = None) -> dict:
+                 summary_extra: Callable[[list[dict], list[dict]], dict] | None = None) -> dict:
     """Run (or resume) `targets` (each with `session_id` and `facts`) for `config.samples` trials.
 
     `contexts(cache)` gives each target's context ({"text", "sources", ...}); `make_episode(target,
     trial, context)` an episode factory for the driver. `engines` maps driver roles to engines;
-    `judge` is described in the summary and closed at the end, whatever happens. Returns the
-    summary (also written to summary.json and summary.md)."""
+    `judge` is described in the summary and closed at the end, whatever happens;
+    `summary_extra(scored, latest)` adds the counts the run's parts declare. Returns the summary
+    (also written to summary.json and summary.md)."""
     if config.samples < 1:
         raise CapaError(f"--samples must be >= 1, got {config.samples}")
     prepare_out(out, run_info)
@@ -140,7 +141,7 @@ def run_sessions(out: Path, config: EvalConfig, targets: Sequence[Any],
 
 def write_summary(out: Path, config: EvalConfig, wanted: set[str], stats, wall_s: float, resumed: int,
                   sandbox_info, difficulty: dict | None = None,
-                  summary_extra: Callable[[list[dict]], dict] | None = None) -> dict:
+                  summary_extra: Callable[[list[dict], list[dict]], dict] | None = None) -> dict:
     latest = {k: r for k, r in read_records(out / RESULTS).items() if k in wanted}
     scored = [r for r in latest.values() if not r.get("incomplete")]
     broken = [r for r in latest.values() if r.get("incomplete")]
@@ -151,12 +152,7 @@ def write_summary(out: Path, config: EvalConfig, wanted: set[str], stats, wall_s
                "wall_s": round(wall_s, 2), "resumed": resumed, "usage": stats.to_dict(), "sandbox": sandbox_info,
                **({"difficulty_source": difficulty["source"]} if difficulty else {}),
                **summarize(scored, max_turns=config.max_turns, seed=config.seed),
-               **(summary_extra(scored) if summary_extra else {})}
-    from capa_hf.evaluation.conditions.stats import condition_stats
-
-    counts = condition_stats(list(latest.values()))      # the gate's verdicts, a memory system's counts
-    if counts:
-        summary["condition_stats"] = counts
+               **(summary_extra(scored, list(latest.values())) if summary_extra else {})}
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     (out / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
     return summary

@@ -114,9 +114,24 @@ def load_verdicts(path: Path | None) -> dict[str, dict]:
     return out
 
 
+def gate_counts(records: Sequence[dict]) -> dict:
+    """summary.json's `condition_stats` of a gate run: the gate's verdicts per session."""
+    out: dict = {}
+    gated = [r["gate"] for r in records if isinstance(r.get("gate"), dict)]
+    if gated:
+        n = len(gated)
+        suff = sum(1 for g in gated if g.get("sufficient") and not g.get("fallback"))
+        out["gate"] = {"sessions": n, "sufficient": suff, "sufficient_rate": round(suff / n, 4),
+                       "unresolved": sum(1 for g in gated if not g.get("sufficient") and not g.get("fallback")),
+                       "fallbacks": sum(1 for g in gated if g.get("fallback")),
+                       "retried": sum(1 for g in gated if g.get("attempts", 1) > 1)}
+    return out
+
+
 @register("gate")
 class Gate:
     name = "gate"
+    summary_counts = staticmethod(gate_counts)
 
     def __init__(self, seed: int = 0):
         self.seed = seed
