@@ -19,13 +19,6 @@ from capa_hf.defaults import BLANK_CONDITION, SPLIT
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.difficulty_labels import check_labels_match
 
-CONDITION_ORDER = ("none", "shuffled", "conflicting", "same-user", "mem0", "amem", "gate")
-
-
-def condition_rank(name: str) -> tuple[int, str]:
-    return (CONDITION_ORDER.index(name) if name in CONDITION_ORDER else len(CONDITION_ORDER), name)
-
-
 @dataclass
 class RunSet:
     runs: list[Run]

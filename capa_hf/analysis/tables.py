@@ -22,8 +22,9 @@ import pandas as pd
 
 from capa_hf.analysis.paired import METRICS, metric_summary, paired_metrics
 from capa_hf.analysis.results import Run, labels_source_text
-from capa_hf.analysis.runset import RunSet, check_pairable, condition_rank
+from capa_hf.analysis.runset import RunSet, check_pairable
 from capa_hf.defaults import BLANK_CONDITION
+from capa_hf.evaluation.conditions.base import condition_rank, family_of
 from capa_hf.evaluation.difficulty_labels import LEVELS, RULE
 from capa_hf.evaluation.metrics import pass_hat_k
 from capa_hf.oracle import oracle_bound
@@ -93,22 +94,32 @@ DELTA_NOTE = ("Δ: paired over the same sessions against {base} (ES and FT-ES: c
               "paired sign-flip permutation p-value. Values: 95% bootstrap intervals over sessions.")
 
 
+# The paper's comparison tables: a family of conditions (each condition declares its family and
+# baseline, evaluation/conditions/base.py) -> the table's title.
+FAMILIES = {"main": "Main results: {shown}",
+            "identity": "User identity: {shown}",
+            "memory": "Memory and gating: {shown}"}
+
+
+def family_table(rs: RunSet, family: str) -> Table | None:
+    f = family_of(family)
+    caption = DELTA_NOTE.format(base=f["baseline"])
+    if f["pairs"]:
+        caption += " Rows `X vs Y` pair X with Y: " + ", ".join(f"{hi} vs {lo}" for lo, hi in f["pairs"]) + "."
+    return condition_table(rs, family, FAMILIES[family].format(shown=", ".join(f["shown"])), caption, f["shown"],
+                           f["baseline"], f["members"], extra_pairs=tuple((lo, hi) for lo, hi in f["pairs"]))
+
+
 def main_table(rs: RunSet) -> Table | None:
-    return condition_table(rs, "main", "Main results: no history vs same-user history",
-                           DELTA_NOTE.format(base="none"), ("none", "same-user"), "none", ("same-user",))
+    return family_table(rs, "main")
 
 
 def identity_table(rs: RunSet) -> Table | None:
-    return condition_table(rs, "identity", "User identity: none, shuffled, conflicting and same-user history",
-                           DELTA_NOTE.format(base="none") + " Rows `same-user vs X` pair same-user with X.",
-                           ("none", "shuffled", "conflicting", "same-user"), "none", ("shuffled", "conflicting"),
-                           extra_pairs=(("shuffled", "same-user"), ("conflicting", "same-user")))
+    return family_table(rs, "identity")
 
 
 def memory_table(rs: RunSet) -> Table | None:
-    return condition_table(rs, "memory", "Memory and gating: raw same-user history, mem0, A-mem and the gate",
-                           DELTA_NOTE.format(base="same-user"), ("none", "same-user", "mem0", "amem", "gate"),
-                           "same-user", ("mem0", "amem", "gate"))
+    return family_table(rs, "memory")
 
 
 def _heldout_runs(rs: RunSet, condition: str | None = None) -> list[Run]:

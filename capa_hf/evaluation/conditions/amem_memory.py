@@ -23,6 +23,7 @@ def note_items(hist) -> list[tuple[str, str, str]]:
 @register("amem")
 class AmemCondition(MemoryCondition):
     name = "amem"
+    order, family, baseline = 5, "memory", "same-user"
     label = "A-mem"
 
     def settings(self) -> dict:

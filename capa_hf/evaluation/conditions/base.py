@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence
 
 from capa_hf.dataset.load import LoadedDataset
+from capa_hf.errors import CapaError
 from capa_hf.registry import Registry
 from capa_hf.prompts import fill, prompt_text
 from capa_hf.schema import Session
@@ -34,6 +35,12 @@ class ConditionEnv:
 
 
 class Condition(Protocol):
+    """What a condition declares besides `contexts` (each optional, read by the run and the report):
+    `order` (where tables list it), `family` (the report table it is compared in: main, identity,
+    memory) with its `baseline` (the condition its paired deltas are against) and `paired_with` (a
+    condition it also gets a delta-only row against), and `summary_counts(records)` (what it adds
+    to summary.json as condition_stats)."""
+
     name: str
 
     def contexts(self, targets: Sequence[Session], data: LoadedDataset, env: ConditionEnv | None = None
@@ -52,6 +59,32 @@ known_conditions = CONDITIONS.names
 
 def get_condition(name: str, seed: int = 0) -> Condition:
     return CONDITIONS.get(name)(seed=seed)
+
+
+def condition_rank(name: str) -> tuple[float, str]:
+    """Where the report lists a condition: by its declared `order`; unknown and undeclared ones last."""
+    part = CONDITIONS.get(name) if name in CONDITIONS else None
+    return (getattr(part, "order", float("inf")), name)
+
+
+def family_of(family: str) -> dict:
+    """A report table's conditions, from what they declare: the members (compared), their baseline,
+    every condition shown (members, the baseline and its own baselines, the paired ones), and the
+    delta-only pairs."""
+    members = sorted((n for n in CONDITIONS.names() if getattr(CONDITIONS.get(n), "family", None) == family),
+                     key=condition_rank)
+    baselines = {getattr(CONDITIONS.get(n), "baseline", None) for n in members}
+    if len(baselines) != 1 or None in baselines:
+        raise CapaError(f"conditions of the {family!r} family must declare one baseline, got {sorted(map(str, baselines))}")
+    (baseline,) = baselines
+    shown, b = set(members), baseline
+    while b is not None and b not in shown:
+        shown.add(b)
+        b = getattr(CONDITIONS.get(b), "baseline", None) if b in CONDITIONS else None
+    pairs = tuple((n, p) for n in members if (p := getattr(CONDITIONS.get(n), "paired_with", None)))
+    shown |= {p for _, p in pairs}
+    return {"members": tuple(members), "baseline": baseline,
+            "shown": tuple(sorted(shown, key=condition_rank)), "pairs": pairs}
 
 
 # Stop sequences for the model under test: a reply ends where it would start to write the next

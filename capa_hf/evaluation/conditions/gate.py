@@ -131,6 +131,7 @@ def gate_counts(records: Sequence[dict]) -> dict:
 @register("gate")
 class Gate:
     name = "gate"
+    order, family, baseline = 6, "memory", "same-user"
     summary_counts = staticmethod(gate_counts)
 
     def __init__(self, seed: int = 0):
