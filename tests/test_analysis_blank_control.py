@@ -101,3 +101,14 @@ def test_cli_options_become_a_blank_control_config():
     cfg = config_from_args(args)
     assert (cfg.condition, cfg.user, cfg.split, cfg.limit, cfg.max_tokens, cfg.samples, cfg.max_turns) == (
         "blank-control", "debugger", "humaneval", 2, 300, 3, 8)
+
+
+def test_the_blank_control_is_capa_eval_configured():
+    from capa_hf.cli import build_parser
+    from capa_hf.evaluation.eval_cli import config_from_args
+
+    flags = ["--model", "llamacpp", "--out", "x", "--limit", "2"]
+    blank = config_from_args(build_parser().parse_args(["blank-control", *flags]))
+    as_eval = config_from_args(build_parser().parse_args(
+        ["eval", *flags, "--split", "humaneval", "--condition", "blank-control", "--user", "debugger"]))
+    assert blank_config(blank) == as_eval
