@@ -55,3 +55,20 @@ def test_a_malformed_record_is_refused_naming_the_field():
 
 def test_every_field_is_described():
     assert _all_described(SessionRecord) == []
+
+
+def test_every_schema_field_is_described():
+    import importlib
+    import inspect
+    import pkgutil
+
+    import capa_hf.schema as schema
+    from pydantic import BaseModel
+
+    missing = []
+    for info in pkgutil.iter_modules(schema.__path__):
+        module = importlib.import_module(f"capa_hf.schema.{info.name}")
+        for name, cls in vars(module).items():
+            if inspect.isclass(cls) and issubclass(cls, BaseModel) and cls.__module__ == module.__name__:
+                missing += [f"{info.name}.{name}.{f}" for f, fi in cls.model_fields.items() if not fi.description]
+    assert missing == []
