@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from capa_hf.defaults import DATASET_OUT, EXTRACTION_MAX_TOKENS, HISTORY_SIZE
 from capa_hf.errors import CapaError
 
 
@@ -26,7 +27,7 @@ def _cmd_design(args) -> int:
         nums = [t.split("/")[1] for t in c.task_ids]
         pair = " + ".join(c.mechanisms)
         roles = "".join(short[r] for r in c.roles)
-        print(f"{c.cell_id:4}  {c.persona_id:7}  {pair:45}  {' '.join(nums[:5])} | {' '.join(nums[5:])}  {roles}")
+        print(f"{c.cell_id:4}  {c.persona_id:7}  {pair:45}  {' '.join(nums[:HISTORY_SIZE])} | {' '.join(nums[HISTORY_SIZE:])}  {roles}")
     stats = design_stats(cells, task_dimensions(load_content(), list(load_tasks())))
     print("roles: L learn, R reuse (history); C convention only, M mixed (held-out)")
     print(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in stats.items()))
@@ -85,7 +86,8 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_label_difficulty(args) -> int:
-    from capa_hf.analysis.difficulty import counts_line, labels_from_run, write_labels
+    from capa_hf.analysis.difficulty import labels_from_run
+    from capa_hf.evaluation.difficulty_labels import counts_line, write_labels
 
     labels = labels_from_run(args.run)
     path = write_labels(labels, args.out)
@@ -124,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     rg.set_defaults(func=_cmd_regen_tests)
 
     b = sub.add_parser("build", help="build the dataset (Stages 1-3) into a folder")
-    b.add_argument("--out", default="dist/capa")
+    b.add_argument("--out", default=DATASET_OUT)
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--version", default=None, help="dataset version (default: the pipeline version)")
     b.add_argument("--assistant", default=None,
@@ -145,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--source", required=True, help="JSONL of tasks: task_id, prompt, optional entry_point")
     x.add_argument("--out", required=True, help="folder for the drafts and extraction_report.json")
     x.add_argument("--limit", type=int, default=None, help="only the first N tasks")
-    x.add_argument("--max-tokens", type=int, default=1200)
+    x.add_argument("--max-tokens", type=int, default=EXTRACTION_MAX_TOKENS)
     x.add_argument("--cache", default=None, help="completion cache (sqlite path)")
     x.add_argument("--no-progress", action="store_true")
     x.set_defaults(func=_cmd_extract_keypoints)
@@ -155,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     val.set_defaults(func=_cmd_validate)
 
     pub = sub.add_parser("publish", help="upload a built dataset folder to the Hub and tag it")
-    pub.add_argument("path", nargs="?", default="dist/capa")
+    pub.add_argument("path", nargs="?", default=DATASET_OUT)
     pub.add_argument("--repo-id", required=True)
     pub.add_argument("--version", required=True)
     pub.add_argument("--private", action="store_true")

@@ -21,6 +21,7 @@ from pathlib import Path
 from capa_hf.defaults import DEMO_MAX_TOKENS
 from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.report import comparison_table
+from capa_hf.oracle import fully_resolvable, oracle_bound
 
 DEFAULT_CELL = "C02"   # one of the few cells where the 0.5B model solves anything (C01: nothing in 8 turns)
 CONDITIONS = ("none", "same-user")
@@ -66,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     summaries = run_demo(args.model, args.cell, Path(args.out), args.max_tokens, data=data)
     print()
     print(comparison_table(summaries))
-    full = sum(all(h.resolvable_from_history for h in s.hidden_items) for s in held)
-    print(f"oracle bound for {args.cell}: FT-ES {100 * full / len(held):.0f}% (an assistant that applies every "
+    full = sum(map(fully_resolvable, held))
+    print(f"oracle bound for {args.cell}: FT-ES {100 * oracle_bound(held):.0f}% (an assistant that applies every "
           f"convention this user showed in history and asks nothing solves {full} of {len(held)} at turn 1)")
     first = Path(args.out) / f"demo-{args.cell}-{CONDITIONS[0]}" / "config.json"
     build = json.loads(first.read_text()).get("engine", {}).get("build")

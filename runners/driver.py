@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Iterable, Mapping, Sequence
 
 from .cache import CompletionCache, engine_key
-from .engine import EngineError
+from .engine import EngineError, engine_label
 from .types import ChatRequest, ChatResult, Sampling
 from .usage import BatchRecord, RunStats, Usage
 
@@ -81,10 +81,6 @@ class _Live:
         self.request: ChatRequest | None = None
         self.role: str = ""
         self.outcome = EpisodeOutcome(id=eid)
-
-
-def _engine_label(engine: Any) -> str:
-    return f"{getattr(engine, 'name', type(engine).__name__)}:{getattr(engine, 'model', '')}"
 
 
 def _normalize_episodes(episodes: Mapping[str, EpisodeFactory] | Iterable[tuple[str, EpisodeFactory]]
@@ -265,7 +261,7 @@ def run_episodes(
 def _run_batch(engine: Any, eps: list[_Live], cache: CompletionCache | None, stats: RunStats, step: int,
                max_batch: int | None, advance: Callable[[_Live, ChatResult | None, bool], None],
                abort_on_failed_batch: bool = False) -> None:
-    label = _engine_label(engine)
+    label = engine_label(engine)
     name = getattr(engine, "name", type(engine).__name__)
     model = getattr(engine, "model", "")
     requests = [ep.request for ep in eps]

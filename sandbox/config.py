@@ -61,3 +61,12 @@ class SandboxConfig:
         if "preload_extra" in kw:
             kw["preload_extra"] = tuple(kw["preload_extra"])
         return cls(**kw)
+
+
+@dataclass(frozen=True)
+class JobLimits:
+    """The caps a caller chooses per job: the defaults of every check and run. (The sandbox keeps
+    its own: it imports nothing of CAPA, which takes these as its defaults.)"""
+
+    timeout_s: float = 10.0         # wall-clock seconds for one job (RLIMIT_CPU is a backstop behind it)
+    memory_mb: int = 1024           # MiB the submission itself may allocate (above the interpreter's own size)

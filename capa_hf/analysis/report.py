@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from capa_hf.analysis import plots
-from capa_hf.analysis.difficulty import read_labels
 from capa_hf.analysis.markdown import section
 from capa_hf.analysis.results import as_runs, labels_source_text
 from capa_hf.analysis.runset import RunSet
 from capa_hf.analysis.tables import Table, build_tables
 from capa_hf.errors import CapaError
+from capa_hf.evaluation.difficulty_labels import read_labels
 
 NEEDS = {
     "main": "a `none` and a `same-user` run of one model on the held-out split",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from capa_hf.defaults import SANDBOX_MEMORY_MB, SANDBOX_TIMEOUT_S
+from capa_hf.defaults import SANDBOX_LIMITS
 from capa_hf.simulator.extraction import Submission
 from capa_hf.simulator.problem import Problem
 from capa_hf.simulator.protocols import register_judge
@@ -17,8 +17,8 @@ from capa_hf.simulator.protocols import register_judge
 
 @dataclass
 class SandboxJudge:
-    timeout_s: float = SANDBOX_TIMEOUT_S
-    memory_mb: int = SANDBOX_MEMORY_MB
+    timeout_s: float = SANDBOX_LIMITS.timeout_s
+    memory_mb: int = SANDBOX_LIMITS.memory_mb
     workers: int | None = None
     name: str = "sandbox"
     _pool: object | None = field(default=None, repr=False)

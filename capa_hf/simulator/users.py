@@ -7,29 +7,10 @@ convention item, the dimension's questions and summary, and the item's clarifica
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Mapping
-
-from capa_hf.schema import HiddenItem, Keypoint, Persona
-from capa_hf.schema.convention import Dimension
+from capa_hf.simulator.brief import UserBrief
 from capa_hf.simulator.planner import PlannerItem
 from capa_hf.simulator.protocols import register_user
 from capa_hf.simulator.scripted_user import ScriptedUser, UserScript
-
-
-@dataclass(frozen=True)
-class UserBrief:
-    """Everything a simulated user of one session may know (never shown to the assistant)."""
-
-    session_id: str
-    hidden_items: tuple[HiddenItem, ...]
-    keypoints: Mapping[str, Keypoint]
-    dimensions: Mapping[str, Dimension]      # or anything with name, summary and questions
-    persona: Persona
-    user_lines: Mapping
-    reference: str = ""           # the variant's reference code (an LLM planner's ground truth)
-    task_prompt: str = ""
-    initial_request: str = ""     # the user's own first message (an LLM user's first commitment)
 
 
 def planner_items(brief: UserBrief) -> tuple[PlannerItem, ...]:
