@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from capa_hf.analysis.blank_control import blank_problem
+from capa_hf.evaluation.humaneval_source import blank_problem
 from capa_hf.dataset.load import load_capa
 from capa_hf.humaneval import load_tasks
 from capa_hf.simulator.extraction import extract_submission
