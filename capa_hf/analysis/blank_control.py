@@ -26,7 +26,7 @@ from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.conditions import HISTORY_STOPS
 from capa_hf.evaluation.metrics import metric_block, trial_block
 from capa_hf.evaluation.records import (RESULTS, append, complete, outcome_record, prepare_out, read_records,
-                                        rewrite)
+                                        rewrite, store_contexts)
 from capa_hf.evaluation.run import MAX_ERROR_SHARE, TooManyErrors, _extra_sampling, _make_engine
 from capa_hf.evaluation.summary_md import summary_markdown
 from capa_hf.humaneval import humaneval_path, load_tasks
@@ -125,6 +125,7 @@ def run_blank_control(config: EvalConfig, out: Path, engine: Any = None, progres
                                         seed=config.seed, stop=HISTORY_STOPS, stop_after_fence=STOP_AFTER_FENCE),
                                config)
     system, lines, judge = prompt_text("assistant_system"), debugger_lines(), SandboxJudge()
+    context = {"context_sha256": store_contexts(out, [system])[system]}     # what the model saw
     meta = {f"{t.task_id}#{k}": t for t, k in jobs}
     stats, failed, t0 = RunStats(), [], time.perf_counter()
 
@@ -137,7 +138,7 @@ def run_blank_control(config: EvalConfig, out: Path, engine: Any = None, progres
     try:
         with CompletionCache(str(out / "cache.sqlite")) as cache, open(results, "a", encoding="utf-8") as fh:
             def on_done(key: str, outcome) -> None:
-                rec = outcome_record(task_facts(meta[key]), outcome, int(key.rsplit("#", 1)[1]))
+                rec = outcome_record({**task_facts(meta[key]), **context}, outcome, int(key.rsplit("#", 1)[1]))
                 append(fh, rec)
                 if rec.get("incomplete"):
                     failed.append(rec)

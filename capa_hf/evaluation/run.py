@@ -29,7 +29,7 @@ from capa_hf.evaluation.conditions import HISTORY_STOPS, ConditionEnv, get_condi
 from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.metrics import summarize
 from capa_hf.evaluation.records import (RESULTS, append, complete, outcome_record, prepare_out, read_records,
-                                        record_key, rewrite)
+                                        record_key, rewrite, store_contexts)
 from capa_hf.evaluation.summary_md import summary_markdown
 from capa_hf.prompts import prompt_text
 from capa_hf.schema import Session
@@ -70,7 +70,18 @@ def _make_engine(spec: str, options: dict):
     try:
         return make_engine(spec, **options)
     except (ValueError, TypeError) as exc:
-        raise CapaError(f"--model {spec!r}: {exc}") from None
+        hint = ("; for a first run without a model, try --model reference:asker"
+                if spec.strip() == "scripted" else "")
+        raise CapaError(f"--model {spec!r}: {exc}{hint}") from None
+
+
+def model_engine(config: EvalConfig, data: LoadedDataset):
+    """The engine under test: a runners engine, or a reference policy (`reference:asker`, no model)."""
+    from capa_hf.evaluation.reference_policy import is_reference, reference_engine
+
+    if is_reference(config.model):
+        return reference_engine(config.model, data, dict(config.engine_args))
+    return _make_engine(config.model, dict(config.engine_args))
 
 
 def brief(target: Session, data: LoadedDataset, user_lines: dict) -> UserBrief:
@@ -153,7 +164,7 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
         from capa_hf.analysis.difficulty import check_labels_match
 
         check_labels_match(difficulty, data.version, data.manifest_sha256, f"dataset {data.source}")
-    engine = engine or _make_engine(config.model, dict(config.engine_args))
+    engine = engine or model_engine(config, data)
     prepare_out(out, run_config(config, engine, data, len(targets), difficulty))
     results_path = out / RESULTS
     earlier = read_records(results_path)
@@ -184,17 +195,21 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
             env = ConditionEnv(out=out, cache=cache, assistant=engine, make_engine=_make_engine, seed=config.seed,
                                progress=progress, options=dict(config.condition_args))
             contexts = condition.contexts(targets, data, env)
+            systems = {t.session_id: base_prompt + ("\n\n" + contexts[t.session_id]["text"]
+                                                    if contexts[t.session_id]["text"] else "") for t in targets}
+            digests = store_contexts(out, systems.values())      # what the model saw, once per text
+
             def factory(target: Session, trial: int):
-                ctx = contexts[target.session_id]
-                system = base_prompt + ("\n\n" + ctx["text"] if ctx["text"] else "")
                 return cast_episode(brief(target, data, user_lines), data.problem(target), target.initial_request,
-                                    system, judge, sampling=sampling, user=config.user,
+                                    systems[target.session_id], judge, sampling=sampling, user=config.user,
                                     user_options=user_options(config), max_turns=config.max_turns,
                                     trial=trial, affinity=target.cell_id)
 
             def on_done(key: str, outcome) -> None:
                 t, trial = meta[key]
-                rec = outcome_record(session_facts(t, config, contexts[t.session_id]), outcome, trial)
+                facts = {**session_facts(t, config, contexts[t.session_id]),
+                         "context_sha256": digests[systems[t.session_id]]}
+                rec = outcome_record(facts, outcome, trial)
                 append(fh, rec)
                 if rec.get("incomplete"):
                     incomplete.append(rec)
