@@ -23,7 +23,11 @@ class FakeApi:
         return SimpleNamespace(tags=[SimpleNamespace(name=t) for t in self.tags], branches=[])
 
     def upload_folder(self, **kw):
+        from pathlib import Path
+
         self.calls.append(("upload_folder", kw))
+        folder = Path(kw["folder_path"])
+        self.uploaded = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
         return SimpleNamespace(oid="abc123")
 
     def create_tag(self, repo_id, **kw):
@@ -34,14 +38,27 @@ def test_publish_uploads_then_tags_the_commit():
     api = FakeApi(tags=["v0.1.0", "not-a-version"])
     tag = publish(DEFAULT_DATASET_DIR, "org/capa", "0.2.0", api=api)
     assert tag == "v0.2.0"
+    staged = api.calls[2][1]["folder_path"]
     assert api.calls == [
         ("create_repo", "org/capa", {"repo_type": "dataset", "private": False, "exist_ok": True}),
         ("list_repo_refs", "org/capa", {"repo_type": "dataset"}),
-        ("upload_folder", {"repo_id": "org/capa", "folder_path": str(DEFAULT_DATASET_DIR),
+        ("upload_folder", {"repo_id": "org/capa", "folder_path": staged,
                            "repo_type": "dataset", "commit_message": "CAPA v0.2.0"}),
         ("create_tag", "org/capa", {"tag": "v0.2.0", "revision": "abc123", "repo_type": "dataset",
                                     "tag_message": "CAPA dataset v0.2.0"}),
     ]
+
+
+    # the folder as built, but its card loads the data from the Hub id it went to, at the new tag
+    local = {p.relative_to(DEFAULT_DATASET_DIR).as_posix(): p.read_bytes()
+             for p in DEFAULT_DATASET_DIR.rglob("*") if p.is_file()}
+    assert set(api.uploaded) == set(local) and staged != str(DEFAULT_DATASET_DIR)
+    assert all(api.uploaded[k] == local[k] for k in local if k != "README.md")
+    card = api.uploaded["README.md"].decode()
+    assert 'load_dataset("org/capa", split="heldout", revision="v0.2.0")' in card
+    assert 'load_dataset("org/capa", "variants", split="train", revision="v0.2.0")' in card
+    assert "dist/capa" not in card and "capa publish --repo-id ORG/NAME" not in card
+    assert card.replace("org/capa", "X").split("## Loading")[0] == local["README.md"].decode().split("## Loading")[0]
 
 
 @pytest.mark.parametrize("last", ["v0.2.0", "v0.3.0", "1.0.0"])
