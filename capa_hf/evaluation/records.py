@@ -22,17 +22,21 @@ def record_key(rec: dict) -> str:
     return f"{rec['session_id']}#{rec.get('trial', 0)}"
 
 
-def read_records(path: Path) -> dict[str, dict]:
-    """The latest line per (session, trial) of an earlier run. A torn last line is dropped."""
-    done = {}
+def json_lines(path: Path) -> list[dict]:
+    """The parsed lines of a JSONL file (none when it does not exist); a torn line is skipped."""
+    rows = []
     if path.is_file():
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
-                rec = json.loads(line)
+                rows.append(json.loads(line))
             except json.JSONDecodeError:
                 continue
-            done[record_key(rec)] = rec
-    return done
+    return rows
+
+
+def read_records(path: Path) -> dict[str, dict]:
+    """The latest line per (session, trial) of an earlier run. A torn last line is dropped."""
+    return {record_key(rec): rec for rec in json_lines(path)}
 
 
 def complete(records: dict[str, dict]) -> dict[str, dict]:
@@ -52,16 +56,9 @@ def context_digest(text: str) -> str:
 
 
 def read_contexts(path: Path) -> dict[str, str]:
-    """{sha256: text} of a run's contexts.jsonl (empty for a run made before it existed)."""
-    out = {}
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:      # a torn last line: that context is written again
-                continue
-            out[row["sha256"]] = row["text"]
-    return out
+    """{sha256: text} of a run's contexts.jsonl (empty for a run made before it existed). A torn
+    last line is skipped: the run writes that context again."""
+    return {row["sha256"]: row["text"] for row in json_lines(path)}
 
 
 def store_contexts(out: Path, texts: Iterable[str]) -> dict[str, str]:
