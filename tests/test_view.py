@@ -95,6 +95,8 @@ def test_a_run_without_contexts_is_shown_with_a_note(tmp_path, capa_data):
 @pytest.mark.parametrize("argv, expected", [
     (["view", "NOPE", "--out", "x"], "NOPE: no such run folder"),
     (["view", "--out", "x"], "the following arguments are required: runs"),
+    (["view", ".", "--out", "x"], ".: not a run folder (no config.json)"),
+    (["view", "r", "--out", "x", "--outdir", "y"], "unrecognized arguments: --outdir y"),
 ])
 def test_bad_view_input_is_one_line_and_exit_2(argv, expected, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
