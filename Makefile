@@ -19,7 +19,7 @@ LLAMA_PIN := $(shell sed -n 's/^local = \["\(llama-cpp-python==[^"]*\)".*/\1/p' 
 # The compiled wheel is kept per (version, CMAKE_ARGS): pip's own cache ignores CMAKE_ARGS.
 LLAMA_WHEELS ?= $(HOME)/.cache/capa/wheels/$(shell echo "$(LLAMA_PIN) $(CMAKE_ARGS) skip-common" | cksum | cut -d' ' -f1)
 
-.PHONY: setup setup-memory test test-fast demo dataset bench clean
+.PHONY: setup setup-memory setup-browser test test-fast demo dataset bench clean
 
 setup: $(STAMP)
 
@@ -56,12 +56,24 @@ $(MEMORY_STAMP): $(STAMP) pyproject.toml
 	$(PIP) install --progress-bar off --find-links "$(LLAMA_WHEELS)" -e ".[$(EXTRAS),memory,server]"
 	@touch $(MEMORY_STAMP)
 
+## Headless Chromium and its WebDriver, for the browser test of `capa view` (Debian's packages;
+## apt-get runs as root, or through sudo).
+setup-browser:
+	@if command -v chromedriver >/dev/null 2>&1 && \
+	   { command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; }; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "setup-browser: installing chromium and chromium-driver (the browser test of capa view)"; \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium chromium-driver; \
+	else echo "setup-browser: install Chromium and chromedriver (the browser test of capa view needs them)" >&2; \
+	  exit 1; fi
+
 ## Run the whole test suite, slow tests (real embedded model) included.
-test: setup-memory
+test: setup-memory setup-browser
 	$(PY) -m pytest -q
 
 ## Skip the tests that load the embedded model.
-test-fast: setup-memory
+test-fast: setup-memory setup-browser
 	$(PY) -m pytest -q -m "not slow"
 
 ## Evaluate the embedded model on one cell's held-out sessions, with and without history.

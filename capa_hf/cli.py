@@ -103,8 +103,36 @@ def _cmd_blank_control(args) -> int:
     return blank_control_cli(args)
 
 
+def _cmd_view(args) -> int:
+    from capa_hf.view import view_cli
+
+    return view_cli(args)
+
+
+def _cmd_list(args) -> int:
+    from capa_hf.listing import list_lines
+
+    print("\n".join(list_lines(args.what)))
+    return 0
+
+
+class CapaParser(argparse.ArgumentParser):
+    """No abbreviated options (`--engine` is never taken for `--engine-arg`), and a usage error
+    in one line that names the command, then exit 2."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="capa", description="CAPA benchmark: build, evaluate, report.")
+    from capa_hf.version import PIPELINE_VERSION
+
+    p = CapaParser(prog="capa", description="CAPA benchmark: build, evaluate, report.")
+    p.add_argument("--version", action="version", version=f"capa {_package_version()} (dataset {PIPELINE_VERSION})")
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("design", help="print the balanced 60-cell design")
@@ -142,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=_cmd_build)
 
     x = sub.add_parser("extract-keypoints", help="draft keypoint YAML for new tasks with a model, validated")
-    x.add_argument("--engine", required=True, help="runners engine spec, e.g. vllm:Qwen/Qwen3-8B or llamacpp")
+    x.add_argument("--model", "--engine", dest="engine", required=True,
+                   help="runners engine spec, e.g. vllm:Qwen/Qwen3-8B or llamacpp (--engine is the older name)")
     x.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE", help="engine option, repeatable")
     x.add_argument("--source", required=True, help="JSONL of tasks: task_id, prompt, optional entry_point")
     x.add_argument("--out", required=True, help="folder for the drafts and extraction_report.json")
@@ -190,7 +219,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_blank_arguments(bc)
     bc.set_defaults(func=_cmd_blank_control)
+
+    vw = sub.add_parser("view", help="a static HTML viewer of run transcripts (opens from disk, no server)")
+    vw.add_argument("runs", nargs="+", help="run folders of capa eval / capa blank-control")
+    vw.add_argument("--out", required=True, help="folder for index.html and its files")
+    vw.add_argument("--dataset", default=None, help="the dataset for the sessions' hidden items "
+                                                    "(default: each run's own)")
+    vw.add_argument("--revision", default=None, help="Hub revision of --dataset")
+    vw.set_defaults(func=_cmd_view)
+
+    ls = sub.add_parser("list", help="the names a run can use: engines, presets, conditions or users")
+    ls.add_argument("what", help="engines | presets | conditions | users")
+    ls.set_defaults(func=_cmd_list)
     return p
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("capa-hf")
+    except PackageNotFoundError:      # a checkout run without installing it
+        from capa_hf.version import PIPELINE_VERSION
+
+        return PIPELINE_VERSION
 
 
 def main(argv: list[str] | None = None) -> int:

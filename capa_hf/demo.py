@@ -43,7 +43,7 @@ def run_demo(model: str, cell: str, out: Path, max_tokens: int = DEMO_MAX_TOKENS
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m capa_hf.demo", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m capa_hf.demo", description=__doc__, allow_abbrev=False,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cell", default=DEFAULT_CELL)
     p.add_argument("--model", default="llamacpp")
@@ -76,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"llama.cpp {build.get('llama_cpp_version')}: {build.get('system_info')}; "
               f"CPU {(build.get('cpu') or {}).get('model')}")
     print(f"total wall time {time.perf_counter() - t0:.0f} s; transcripts in {args.out}/demo-{args.cell}-*/sessions.jsonl")
+    runs = " ".join(f"{args.out}/demo-{args.cell}-{c}" for c in CONDITIONS)
+    print(f"to read them side by side: capa view {runs} --out {args.out}/demo-view")
     return 0
 
 

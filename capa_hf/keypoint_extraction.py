@@ -235,7 +235,7 @@ def extract_cli(args) -> int:
     try:
         engine = make_engine(args.engine, **options)
     except (ValueError, TypeError) as exc:
-        raise CapaError(f"--engine {args.engine!r}: {exc}") from None
+        raise CapaError(f"--model {args.engine!r}: {exc}") from None
     cache = None
     if args.cache:
         from runners.cache import CompletionCache

@@ -56,6 +56,11 @@ def test_feedback_loop_fixes_after_one_failure_and_resumes(tmp_path):
         assert feedback.startswith("The tests fail:")
         line = rec["submissions"][0]["verdict"]["failure"]["line"]
         assert line and line in feedback                                   # the concrete failing check
+    from capa_hf.evaluation.records import CONTEXTS, read_contexts
+
+    stored = read_contexts(out / CONTEXTS)           # the one system prompt, stored once
+    assert list(stored) == [r["context_sha256"] for r in recs][:1] and len({r["context_sha256"] for r in recs}) == 1
+    assert engine.seen[0].messages[0] == ("system", next(iter(stored.values())))
     o = summary["overall"]
     assert (o["ES"]["value"], o["FT-ES"]["value"], o["TTC"]["value"]) == (1.0, 0.0, 2.0)
     cfg_json = json.loads((out / "config.json").read_text())

@@ -34,7 +34,8 @@ LAYERS: list[tuple[str, dict[str, tuple[str, ...]]]] = [
     ("dataset", {"dataset": ("capa_hf.dataset",)}),
     ("evaluation", {"evaluation": ("capa_hf.evaluation",)}),
     ("analysis", {"analysis": ("capa_hf.analysis", "capa_hf.results")}),
-    ("cli", {"cli": ("capa_hf.cli", "capa_hf.__main__", "capa_hf.demo")}),
+    ("view", {"view": ("capa_hf.view",)}),
+    ("cli", {"cli": ("capa_hf.cli", "capa_hf.__main__", "capa_hf.demo", "capa_hf.listing")}),
 ]
 
 

@@ -215,6 +215,8 @@ def test_card_follows_hub_conventions(built):
     assert "version" not in data.to_dict()
     assert "arxiv.org/abs/2607.26611" in card.text and "CAPA 0.2.0" in card.text
     assert 'split="heldout"' in card.text
+    assert 'load_dataset("dist/capa", split="heldout")' in card.text and "<org>" not in card.text
+    assert "## Citation" in card.text and "eprint        = {2607.26611}" in card.text
     manifest = json.loads((out / "capa_manifest.json").read_text())
     assert manifest["version"] == "0.2.0" and len(manifest["files"]) == 8
     # num_bytes are the uncompressed Arrow sizes, as `datasets` itself counts them

@@ -17,7 +17,15 @@ def fake_api(tags=()):
 
     api = create_autospec(HfApi, instance=True)
     api.list_repo_refs.return_value = SimpleNamespace(tags=[SimpleNamespace(name=t) for t in tags], branches=[])
-    api.upload_folder.return_value = SimpleNamespace(oid="abc123")
+
+    def upload_folder(**kw):
+        from pathlib import Path
+
+        folder = Path(kw["folder_path"])
+        api.uploaded = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        return SimpleNamespace(oid="abc123")
+
+    api.upload_folder.side_effect = upload_folder
     return api
 
 
@@ -25,14 +33,25 @@ def test_publish_uploads_then_tags_the_commit():
     api = fake_api(tags=["v0.1.0", "not-a-version"])
     tag = publish(DEFAULT_DATASET_DIR, "org/capa", "0.2.0", api=api)
     assert tag == "v0.2.0"
+    staged = api.upload_folder.call_args.kwargs["folder_path"]
     assert api.method_calls == [
         call.create_repo("org/capa", repo_type="dataset", private=False, exist_ok=True),
         call.list_repo_refs("org/capa", repo_type="dataset"),
-        call.upload_folder(repo_id="org/capa", folder_path=str(DEFAULT_DATASET_DIR), repo_type="dataset",
+        call.upload_folder(repo_id="org/capa", folder_path=staged, repo_type="dataset",
                            commit_message="CAPA v0.2.0"),
         call.create_tag("org/capa", tag="v0.2.0", revision="abc123", repo_type="dataset",
                         tag_message="CAPA dataset v0.2.0"),
     ]
+    # the folder as built, but its card loads the data from the Hub id it went to, at the new tag
+    local = {p.relative_to(DEFAULT_DATASET_DIR).as_posix(): p.read_bytes()
+             for p in DEFAULT_DATASET_DIR.rglob("*") if p.is_file()}
+    assert set(api.uploaded) == set(local) and staged != str(DEFAULT_DATASET_DIR)
+    assert all(api.uploaded[k] == local[k] for k in local if k != "README.md")
+    card = api.uploaded["README.md"].decode()
+    assert 'load_dataset("org/capa", split="heldout", revision="v0.2.0")' in card
+    assert 'load_dataset("org/capa", "variants", split="train", revision="v0.2.0")' in card
+    assert "dist/capa" not in card and "capa publish --repo-id ORG/NAME" not in card
+    assert card.replace("org/capa", "X").split("## Loading")[0] == local["README.md"].decode().split("## Loading")[0]
 
 
 @pytest.mark.parametrize("last", ["v0.2.0", "v0.3.0", "1.0.0"])

@@ -10,8 +10,9 @@ from capa_hf.errors import CapaError
 
 
 def add_eval_arguments(e) -> None:
-    e.add_argument("--model", default=None, help="runners engine spec, e.g. llamacpp, vllm:Qwen/Qwen3-8B "
-                                                 "(or given by --preset)")
+    e.add_argument("--model", "--engine", dest="model", default=None,
+                   help="runners engine spec, e.g. llamacpp, vllm:Qwen/Qwen3-8B, or reference:asker (no model); "
+                        "or given by --preset (capa list engines)")
     e.add_argument("--preset", default=None, help="a model preset (capa_hf/data/presets.yaml), e.g. qwen3-8b-think")
     e.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="engine option, repeatable; typed: int, float, bool, JSON (e.g. tensor_parallel_size=4)")

@@ -68,6 +68,15 @@ def make_judge(config: EvalConfig):
     return judge
 
 
+def model_engine(config: EvalConfig, data: Any):
+    """The engine under test: a runners engine, or a reference policy (`reference:asker`, no model)."""
+    from capa_hf.evaluation.reference_policy import is_reference, reference_engine
+
+    if is_reference(config.model):
+        return reference_engine(config.model, data, dict(config.engine_args))
+    return build_engine(config.model, dict(config.engine_args))
+
+
 def run_config(config: EvalConfig, engine: Any, identity: dict, n_targets: int,
                difficulty: dict | None = None) -> dict:
     return {"run": config.to_dict(), "engine": describe_engine(engine), "pipeline_version": PIPELINE_VERSION,
@@ -97,7 +106,7 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
         check_labels_match(difficulty, identity["dataset_version"], identity["dataset_manifest_sha256"],
                            f"dataset {identity['dataset_source']}")
     judge = make_judge(config)
-    engine = engine or build_engine(config.model, dict(config.engine_args))
+    engine = engine or model_engine(config, source.data)
     overrides = dict(role_engine_overrides or {})
     engines = {"assistant": engine, **role_engines(config, skip=set(overrides)), **overrides}
     base_prompt = prompt_text("assistant_system")
@@ -109,15 +118,17 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
                            progress=progress, options=dict(config.condition_args))
         return condition.contexts([t.session if t.session is not None else t for t in targets], source.data, env)
 
+    def system_prompt(context: dict) -> str:
+        return base_prompt + ("\n\n" + context["text"] if context["text"] else "")
+
     def make_episode(target, trial: int, context: dict):
-        system = base_prompt + ("\n\n" + context["text"] if context["text"] else "")
-        return cast_episode(target.brief, target.problem, target.initial_request, system, judge,
+        return cast_episode(target.brief, target.problem, target.initial_request, system_prompt(context), judge,
                             sampling=sampling, user=config.user, user_options=options,
                             max_turns=config.max_turns, trial=trial, affinity=target.affinity)
 
     info = run_config(config, engine, identity, len(targets), difficulty)
     return run_sessions(out, config, targets, make_episode, run_info=info, engines=engines, judge=judge,
-                        contexts=contexts, progress=progress, difficulty=difficulty,
+                        contexts=contexts, system_prompt=system_prompt, progress=progress, difficulty=difficulty,
                         summary_extra=lambda scored, latest: part_counts(config, condition, scored, latest))
 
 

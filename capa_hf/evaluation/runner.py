@@ -32,7 +32,7 @@ from capa_hf.evaluation.conditions import HISTORY_STOPS
 from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.metrics import summarize
 from capa_hf.evaluation.records import (RESULTS, append, complete, outcome_record, prepare_out, read_records,
-                                        record_key, rewrite)
+                                        record_key, rewrite, store_contexts)
 from capa_hf.evaluation.summary_md import summary_markdown
 
 
@@ -47,7 +47,9 @@ def build_engine(spec: str, options: dict, flag: str = "--model"):
     try:
         return make_engine(spec, **options)
     except (ValueError, TypeError) as exc:
-        raise CapaError(f"{flag} {spec!r}: {exc}") from None
+        hint = ("; for a first run without a model, try --model reference:asker"
+                if flag == "--model" and spec.strip() == "scripted" else "")
+        raise CapaError(f"{flag} {spec!r}: {exc}{hint}") from None
 
 
 def sampling_for(config: EvalConfig) -> Sampling:
@@ -87,11 +89,12 @@ def record_facts(facts: dict, condition: str, context: dict) -> dict:
 def run_sessions(out: Path, config: EvalConfig, targets: Sequence[Any],
                  make_episode: Callable[[Any, int, dict], Callable[[], Any]], *, run_info: dict,
                  engines: Mapping[str, Any], judge: Any, contexts: Callable[[Any], Mapping[str, dict]],
-                 progress: bool = True, difficulty: dict | None = None,
+                 system_prompt: Callable[[dict], str] | None = None, progress: bool = True, difficulty: dict | None = None,
                  summary_extra: Callable[[list[dict], list[dict]], dict] | None = None) -> dict:
     """Run (or resume) `targets` (each with `session_id` and `facts`) for `config.samples` trials.
 
-    `contexts(cache)` gives each target's context ({"text", "sources", ...}); `make_episode(target,
+    `contexts(cache)` gives each target's context ({"text", "sources", ...}), `system_prompt(context)`
+    the text the model is shown before the request (stored once per run by digest); `make_episode(target,
     trial, context)` an episode factory for the driver. `engines` maps driver roles to engines;
     `judge` is described in the summary and closed at the end, whatever happens;
     `summary_extra(scored, latest)` adds the counts the run's parts declare. Returns the summary
@@ -111,10 +114,16 @@ def run_sessions(out: Path, config: EvalConfig, targets: Sequence[Any],
     try:
         with CompletionCache(str(out / "cache.sqlite")) as cache, open(results, "a", encoding="utf-8") as fh:
             ctx = contexts(cache)
+            # what the model saw before the request, stored once per distinct text (contexts.jsonl)
+            systems = {t.session_id: system_prompt(ctx[t.session_id]) for t in targets} if system_prompt else {}
+            digests = store_contexts(out, systems.values())
 
             def on_done(key: str, outcome) -> None:
                 t, trial = by_key[key]
-                rec = outcome_record(record_facts(t.facts, config.condition, ctx[t.session_id]), outcome, trial)
+                facts = record_facts(t.facts, config.condition, ctx[t.session_id])
+                if systems:
+                    facts["context_sha256"] = digests[systems[t.session_id]]
+                rec = outcome_record(facts, outcome, trial)
                 append(fh, rec)
                 if rec.get("incomplete"):
                     incomplete.append(rec)
