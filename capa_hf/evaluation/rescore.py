@@ -38,7 +38,7 @@ from pathlib import Path
 
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.config import EvalConfig
-from capa_hf.evaluation.records import RESULTS, prepare_out, read_records, rewrite
+from capa_hf.evaluation.records import RESULTS, prepare_out, read_config, read_records, rewrite
 from capa_hf.simulator.episode import turn_kind
 from capa_hf.simulator.extraction import RULE, extract_submission
 
@@ -50,16 +50,8 @@ def _status(sub: dict | None) -> str | None:
 
 
 def read_old_run(old: Path) -> tuple[dict, dict[str, dict]]:
-    cfg_path = old / "config.json"
-    if not cfg_path.is_file():
-        raise CapaError(f"--rescore {old}: not a run folder (no config.json); expected the --out of `capa eval`")
-    try:
-        config = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise CapaError(f"{cfg_path}: unreadable ({exc})") from None
-    run = config.get("run")
-    if not isinstance(run, dict):
-        raise CapaError(f"{cfg_path}: has no 'run' block; expected the config.json that `capa eval` writes")
+    config = read_config(old)
+    run = config["run"]
     if run.get("condition") == "blank-control":
         raise CapaError(f"--rescore {old}: a blank-control run; rescoring covers `capa eval` runs only")
     if run.get("veto"):
@@ -206,6 +198,10 @@ def rescore_run(old: str | Path, out: str | Path, data=None) -> dict:
     summary["rescore"] = {**source, **rescore_counts(records, new_records)}
     summary["config"] = new_config["run"]
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    from capa_hf.evaluation.summary_md import summary_markdown
+
+    (out / "summary.md").write_text(summary_markdown(summary) + "\n" + "\n".join(rescore_lines(summary["rescore"]))
+                                    + "\n", encoding="utf-8")
     return summary
 
 
