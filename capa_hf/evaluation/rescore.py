@@ -90,7 +90,9 @@ def rescore_record(rec: dict, new_subs: dict[int, dict | None], max_turns: int) 
     """One session record under the new verdicts (`new_subs`: assistant turn -> the new
     submission dict with its verdict, or None when the reply is no longer a submission)."""
     old_subs = {s["turn"]: s for s in rec.get("submissions", [])}
-    played = len(rec.get("turn_kinds", []))
+    replies = _assistant_replies(rec)
+    played = len(replies)
+    recorded_kinds = list(rec.get("turn_kinds") or ["clarification"] * played)
     old_success = next((t for t in sorted(old_subs) if _status(old_subs[t]) == PASSED), None)
     new_success = next((t for t in sorted(new_subs) if _status(new_subs[t]) == PASSED), None)
     end = new_success or played
@@ -103,9 +105,9 @@ def rescore_record(rec: dict, new_subs: dict[int, dict | None], max_turns: int) 
             kinds.append("submission")
         elif old is not None:    # no longer a submission: a clarification, or however the reply ended
             usage = (rec.get("usage") or [{}] * played)[t - 1]
-            kinds.append(turn_kind(_assistant_replies(rec)[t - 1], {"finish_reason": "stop", **usage}, None))
+            kinds.append(turn_kind(replies[t - 1], {"finish_reason": "stop", **usage}, None))
         else:
-            kinds.append(rec["turn_kinds"][t - 1])
+            kinds.append(recorded_kinds[t - 1])
     cut_short = old_success is not None and new_success is None and played < max_turns
     feedback = [t for t in changed if t < end and _status(old_subs.get(t)) != PASSED
                 and _status(new_subs.get(t)) != PASSED]
