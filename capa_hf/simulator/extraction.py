@@ -18,10 +18,10 @@ which code runs.
    would). So helpers written in one block and the main function in the next are found, and a
    revised function in a later block wins. The module is then cut to the candidate's
    dependency closure (`sanitize.py`): every import of each block that contributes, and the
-   top-level functions, classes, assignments of any expression and `if`/`try`/`with`/`for`
-   blocks that the candidate reaches through the names it reads, transitively. Demo calls,
-   prints, asserts, `__main__` blocks, top-level `while` loops, `input()` and `sys.exit()`
-   are dropped and recorded.
+   top-level functions, classes, assignments of any expression and `if`/`try`/`with`/`for`/
+   `while` blocks that the candidate reaches through the names it reads, transitively. Demo
+   calls, prints, asserts, `__main__` blocks, `while True:` and `input()` loops, `input()` and
+   `sys.exit()` calls are dropped and recorded.
 5. **Unparsable.** When the last block that defines a function does not parse, it is the
    submission as written, and the sandbox reports the syntax error.
 

@@ -16,8 +16,9 @@ candidate function needs:
   inside it (decorators, defaults, bases, bodies), transitively;
 - a `def` or `class` that a later `def` or `class` of the same name replaces is superseded:
   the later one wins, as it would when the module runs;
-- never kept, whatever they bind: `if __name__ == "__main__":` blocks and top-level `while`
-  loops (demo code and input loops);
+- never kept, whatever they bind: `if __name__ == "__main__":` blocks, and top-level `while`
+  loops that are endless (`while True:`) or read `input()` (demo and REPL loops); another
+  `while` loop counts like a `for` loop (one that fills a table is kept);
 - everything else is dropped: example calls, `print`s, asserts, `input()` and `sys.exit()`
   calls, doctest text, test functions nothing reaches, and assignments nothing reads.
 
@@ -168,9 +169,17 @@ def _kind(node: ast.stmt) -> str:
         return "definition"
     if is_main_guard(node):
         return "main_guard"
-    if isinstance(node, ast.While):
+    if isinstance(node, ast.While) and _endless_or_interactive(node):
         return "while"
     return "statement"
+
+
+def _endless_or_interactive(node: ast.While) -> bool:
+    """`while True:` (any constant true test) or a loop that reads `input()`: a demo or REPL loop."""
+    if isinstance(node.test, ast.Constant) and node.test.value:
+        return True
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "input"
+               for n in ast.walk(node))
 
 
 def units_of(tree: ast.Module, source: str, block: int, start: int = 0) -> list[Unit]:
