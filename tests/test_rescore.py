@@ -80,10 +80,12 @@ def test_rescore_finds_the_earlier_pass_and_report_pairs_the_runs(old_run, capa_
         assert new["turns"] == old["turns"][:2] and new["turn_kinds"] == ["submission"]
         assert new["submissions"][0]["previous_status"] == "error" and new["submissions"][0]["rule"] == "closure-1"
         assert new["rescore"] == {"rule": "closure-1", "outcome": "solved_earlier", "previous_success_turn": 2,
-                                  "changed_turns": [1], "played_turns": 2, "truncated": True, "dropped_turns": 1,
+                                  "changed_turns": [1], "changes": [{"turn": 1, "was": "error", "now": "passed"}],
+                                  "code_changed_turns": [1], "played_turns": 2, "truncated": True, "dropped_turns": 1,
                                   "cut_short": False, "feedback_differs": []}
     counts = summary["rescore"]
     assert (counts["submissions_before"], counts["submissions_changed"], counts["now_passing"]) == (4, 2, 2)
+    assert counts["code_changed"] == 2 and counts["no_longer_passing"] == 0
     assert counts["sessions_changed"] == 2 and counts["truncated"] == 2 and counts["cut_short"] == 0
     assert summary["overall"]["FT-ES"]["value"] == 1.0 and summary["usage"]["calls"] == 0
     config = json.loads((tmp_path / "new" / "config.json").read_text())
@@ -97,7 +99,8 @@ def test_rescore_finds_the_earlier_pass_and_report_pairs_the_runs(old_run, capa_
 def test_cli_rescore_prints_the_counts_and_refuses_model_flags(old_run, tmp_path, capsys):
     assert main(["eval", "--rescore", str(old_run), "--out", str(tmp_path / "cli")]) == 0
     err = capsys.readouterr().err
-    assert "2 of 4 recorded submissions changed verdict (2 now pass, 0 no longer pass)" in err
+    assert "2 of 4 recorded submissions changed verdict (2 now pass, 0 no longer pass); the code that runs " \
+        "changed in 2" in err
     assert main(["eval", "--rescore", str(old_run), "--model", "llamacpp", "--out", str(tmp_path / "x")]) != 0
     assert "takes every setting from the old run; drop --model" in capsys.readouterr().err
     assert main(["eval", "--rescore", str(old_run), "--out", str(old_run)]) != 0

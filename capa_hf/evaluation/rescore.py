@@ -97,6 +97,8 @@ def rescore_record(rec: dict, new_subs: dict[int, dict | None], max_turns: int) 
     new_success = next((t for t in sorted(new_subs) if _status(new_subs[t]) == PASSED), None)
     end = new_success or played
     changed = [t for t in range(1, played + 1) if _status(old_subs.get(t)) != _status(new_subs.get(t))]
+    code_changed = [t for t in range(1, played + 1) if (old_subs.get(t) or {}).get("code")
+                    != (new_subs.get(t) or {}).get("code")]
     subs, kinds = [], []
     for t in range(1, end + 1):
         new, old = new_subs.get(t), old_subs.get(t)
@@ -120,7 +122,9 @@ def rescore_record(rec: dict, new_subs: dict[int, dict | None], max_turns: int) 
                "solved_earlier" if old_success is not None and new_success is not None else
                "newly_solved" if new_success is not None else "pass_lost")
     out["rescore"] = {"rule": RULE, "outcome": outcome, "previous_success_turn": old_success,
-                      "changed_turns": changed, "played_turns": played, "truncated": end < played,
+                      "changed_turns": changed, "changes": [{"turn": t, "was": _status(old_subs.get(t)),
+                                                             "now": _status(new_subs.get(t))} for t in changed],
+                      "code_changed_turns": code_changed, "played_turns": played, "truncated": end < played,
                       "dropped_turns": played - end, "cut_short": cut_short, "feedback_differs": feedback}
     return out
 
@@ -210,21 +214,16 @@ def rescore_run(old: str | Path, out: str | Path, data=None) -> dict:
 def rescore_counts(old: dict[str, dict], new: dict[str, dict]) -> dict:
     """How many submissions changed verdict, and what that did to the sessions."""
     scored = [(old[k], new[k]) for k in old if not old[k].get("incomplete")]
-    judged = changed = to_pass = from_pass = 0
-    for before, after in scored:
-        olds = {s["turn"]: _status(s) for s in before.get("submissions", [])}
-        info = after["rescore"]
-        judged += len(olds)
-        changed += len(info["changed_turns"])
-        news = {s["turn"]: _status(s) for s in after["submissions"]}
-        to_pass += sum(1 for t in info["changed_turns"] if news.get(t) == PASSED)
-        from_pass += sum(1 for t in info["changed_turns"] if olds.get(t) == PASSED)
     infos = [after["rescore"] for _, after in scored]
+    changes = [c for i in infos for c in i["changes"]]
+    judged = sum(len(before.get("submissions", [])) for before, _ in scored)
     outcomes = {}
     for i in infos:
         outcomes[i["outcome"]] = outcomes.get(i["outcome"], 0) + 1
     return {"sessions": len(scored), "submissions_before": judged,
-            "submissions_changed": changed, "now_passing": to_pass, "no_longer_passing": from_pass,
+            "submissions_changed": len(changes), "now_passing": sum(c["now"] == PASSED for c in changes),
+            "no_longer_passing": sum(c["was"] == PASSED for c in changes),
+            "code_changed": sum(len(i["code_changed_turns"]) for i in infos),
             "sessions_changed": sum(1 for i in infos if i["outcome"] != "unchanged"), "outcomes": outcomes,
             "truncated": sum(1 for i in infos if i["truncated"]),
             "dropped_turns": sum(i["dropped_turns"] for i in infos),
@@ -236,7 +235,8 @@ def rescore_lines(counts: dict) -> list[str]:
     c = counts
     return [f"rescored {c['sessions']} sessions of {c['run']} with extraction rule {c['rule']}: "
             f"{c['submissions_changed']} of {c['submissions_before']} recorded submissions changed verdict "
-            f"({c['now_passing']} now pass, {c['no_longer_passing']} no longer pass)",
+            f"({c['now_passing']} now pass, {c['no_longer_passing']} no longer pass); the code that runs changed "
+            f"in {c['code_changed']}",
             f"sessions: {c['sessions_changed']} changed outcome {c['outcomes']}; {c['truncated']} truncated "
             f"({c['dropped_turns']} turns dropped), {c['cut_short']} cut short, "
             f"{c['feedback_differs']} with later turns answering an old failure"]
