@@ -285,8 +285,10 @@ def rescore_table(rs: RunSet) -> Table | None:
     cols = [("run", "run", "text"), ("condition", "condition", "text"), ("scoring", "scoring", "text"),
             *VALUE_COLUMNS, *DELTA_COLUMNS]
     return Table("rescore", "Rescored runs against the runs they re-score",
-                 DELTA_NOTE.format(base="the recorded scoring") + " A rescored session ends at the first turn "
-                 "whose recorded reply now passes; a recorded pass that now fails counts as unsolved.",
+                 "Δ: rescored minus as recorded (TTC: as recorded minus rescored, so positive is better), paired "
+                 "over the same sessions, with a paired bootstrap 95% interval and a sign-flip permutation p-value. "
+                 "A rescored session ends at the first turn whose recorded reply now passes; a recorded pass that "
+                 "now fails counts as unsolved.",
                  cols, rows, used)
 
 
