@@ -12,6 +12,7 @@ numbers (intervals as [lo, hi]); markdown.py formats them.
 - blank        the blank control on HumanEval (Table 6)
 - split        history vs held-out under no history (Appendix A)
 - trials       mean over trials, between-trial sd, pass^k
+- rescore      a `capa eval --rescore` run against the run it re-scored
 """
 
 from __future__ import annotations
@@ -278,9 +279,35 @@ def runs_table(rs: RunSet) -> Table:
                  "(config.json `run`), first 12 hex digits.", cols, rows, [r.name for r in rs.runs])
 
 
+def rescore_table(rs: RunSet) -> Table | None:
+    """Each `capa eval --rescore` run against the run it re-scored, when both are in the report."""
+    by_hash = {r.config_hash: r for r in rs.capa_runs}
+    rows, used = [], []
+    for new in rs.capa_runs:
+        old = by_hash.get((new.run.get("rescored_from") or {}).get("config_hash"))
+        if old is None:
+            continue
+        base = (old, rs.frame_of(old))
+        rows.append(values_row(base[1], run=old.name, condition=old.condition, scoring="as recorded"))
+        rows.append({**values_row(rs.frame_of(new), run=new.name, condition=new.condition,
+                                  scoring=f"rescored ({new.run['rescored_from'].get('rule', '?')})"),
+                     **delta_fields(base, (new, rs.frame_of(new)))})
+        used += [old.name, new.name]
+    if not rows:
+        return None
+    cols = [("run", "run", "text"), ("condition", "condition", "text"), ("scoring", "scoring", "text"),
+            *VALUE_COLUMNS, *DELTA_COLUMNS]
+    return Table("rescore", "Rescored runs against the runs they re-score",
+                 "Δ: rescored minus as recorded (TTC: as recorded minus rescored, so positive is better), paired "
+                 "over the same sessions, with a paired bootstrap 95% interval and a sign-flip permutation p-value. "
+                 "A rescored session ends at the first turn whose recorded reply now passes; a recorded pass that "
+                 "now fails counts as unsolved.",
+                 cols, rows, used)
+
+
 def build_tables(rs: RunSet, dataset_oracle: float | None = None, progress: bool = False) -> list[Table]:
     builders = [runs_table, main_table, difficulty_table, identity_table, memory_table, mechanism_table,
-                lambda r: item_kind_table(r, dataset_oracle), blank_table, split_table, trials_table]
+                lambda r: item_kind_table(r, dataset_oracle), blank_table, split_table, trials_table, rescore_table]
     if progress:
         from tqdm import tqdm
 

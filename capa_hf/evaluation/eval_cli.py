@@ -54,6 +54,9 @@ def add_eval_arguments(e) -> None:
                    help="option of the veto's engine, repeatable, typed like --engine-arg")
     e.add_argument("--difficulty", default=None, metavar="FILE",
                    help="difficulty labels (capa label-difficulty): recorded in config.json, grouped in the summary")
+    e.add_argument("--rescore", default=None, metavar="RUN",
+                   help="re-extract and re-judge the recorded replies of the finished run RUN with the current "
+                        "rule and sandbox, without calling any model; writes the run --out")
     e.add_argument("--out", required=True)
     e.add_argument("--no-progress", action="store_true")
 
@@ -114,6 +117,10 @@ def eval_cli(args) -> int:
     from capa_hf.evaluation.run import run_eval
     from capa_hf.evaluation.summary_md import summary_markdown
 
+    if getattr(args, "rescore", None):
+        from capa_hf.evaluation.rescore import rescore_cli
+
+        return rescore_cli(args)
     config = config_from_args(args)
     labels = None
     if getattr(args, "difficulty", None):

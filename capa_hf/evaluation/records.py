@@ -39,6 +39,20 @@ def read_records(path: Path) -> dict[str, dict]:
     return {record_key(rec): rec for rec in json_lines(path)}
 
 
+def read_config(path: Path) -> dict:
+    """A run folder's config.json; a missing, unreadable or run-less one is refused, naming it."""
+    cfg_path = path / "config.json"
+    if not cfg_path.is_file():
+        raise CapaError(f"{path}: not a run folder (no config.json); expected the --out of `capa eval`")
+    try:
+        config = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise CapaError(f"{cfg_path}: unreadable ({exc})") from None
+    if not isinstance(config.get("run"), dict):
+        raise CapaError(f"{cfg_path}: has no 'run' block; expected the config.json that `capa eval` writes")
+    return config
+
+
 def complete(records: dict[str, dict]) -> dict[str, dict]:
     return {k: r for k, r in records.items() if not r.get("incomplete")}
 
