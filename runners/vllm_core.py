@@ -32,17 +32,35 @@ def _import_vllm(module_name: str) -> Any:
 
 
 CPU_KV_CACHE_BYTES = 1 << 30
+_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
-def platform_defaults(vllm_module: str, llm_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """LLM() options this machine needs that the caller left unset.
+def cpu_has_bf16(cpuinfo: str | None = None) -> bool | None:
+    """Whether this x86 CPU computes in bfloat16 natively (None: cannot tell, e.g. not Linux)."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+                cpuinfo = fh.read()
+        except OSError:
+            return None
+    flags = next((line.split(":", 1)[1].split() for line in cpuinfo.splitlines() if line.startswith("flags")), None)
+    return None if flags is None else any(f in flags for f in _BF16_FLAGS)
 
-    vLLM's CPU build: ``enforce_eager=True``, because compiling the model with torch.compile
-    (vLLM's default) takes minutes on a few cores and needs a C++ toolchain at run time; and
-    1 GiB of KV cache (``kv_cache_memory_bytes``) unless ``VLLM_CPU_KVCACHE_SPACE`` sets it,
-    because otherwise the worker asks for ``gpu_memory_utilization`` of the machine's RAM and
-    refuses to start when other processes hold part of it.  Enough for a 0.5B model's
-    4096-token contexts at CAPA's batch sizes; set it higher for bigger models.
+
+def platform_defaults(vllm_module: str, llm_kwargs: dict[str, Any], cpuinfo: str | None = None) -> dict[str, Any]:
+    """LLM() options this machine needs that the caller left unset (``dtype="auto"`` counts as unset).
+
+    vLLM's CPU build:
+
+    * ``enforce_eager=True``: compiling the model with torch.compile (vLLM's default) takes
+      minutes on a few cores and needs a C++ toolchain at run time;
+    * 1 GiB of KV cache (``kv_cache_memory_bytes``) unless ``VLLM_CPU_KVCACHE_SPACE`` sets it:
+      otherwise the worker asks for ``gpu_memory_utilization`` of the machine's RAM and refuses
+      to start when other processes hold part of it.  Enough for a 0.5B model's 4096-token
+      contexts at CAPA's batch sizes; give more for bigger models;
+    * ``dtype="float32"`` on an x86 CPU without bfloat16 instructions (AVX2 only): there
+      bfloat16 weights are converted on every matmul, and the embedded model prefilled and
+      decoded 3-4x slower in bfloat16 than in float32 on a 2-core AVX2 machine.
     """
     try:
         platform = importlib.import_module(f"{vllm_module}.platforms").current_platform
@@ -56,6 +74,8 @@ def platform_defaults(vllm_module: str, llm_kwargs: dict[str, Any]) -> dict[str,
         out["enforce_eager"] = True
     if "kv_cache_memory_bytes" not in llm_kwargs and not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
         out["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
+    if llm_kwargs.get("dtype", "auto") == "auto" and cpu_has_bf16(cpuinfo) is False:
+        out["dtype"] = "float32"
     return out
 
 
@@ -82,7 +102,7 @@ class VllmCore:
         except TypeError as exc:
             raise EngineError(f"this vLLM's SamplingParams lacks a field the adapter uses ({exc}); upgrade vllm")
         self.platform_defaults = platform_defaults(vllm_module, llm_kwargs)
-        llm_kwargs = {**self.platform_defaults, **llm_kwargs}
+        llm_kwargs = {**llm_kwargs, **self.platform_defaults}
         try:
             self.llm = (llm_factory or vllm.LLM)(model=model, **llm_kwargs)
         except TypeError as exc:

@@ -79,7 +79,7 @@ class Worker:
 
         t0 = time.perf_counter()
         self.spec = f"vllm:{self.folder}"
-        self.engine = make_engine(self.spec, dtype="bfloat16", max_model_len=MAX_MODEL_LEN, llm_factory=factory)
+        self.engine = make_engine(self.spec, max_model_len=MAX_MODEL_LEN, llm_factory=factory)
         self.load_s = time.perf_counter() - t0
         self.llm = self.engine._core.llm
         self.tokenizer = self.engine._core.tokenizer
