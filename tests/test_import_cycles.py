@@ -6,7 +6,6 @@ from tests.import_graph import cycles, graph, imports_of, modules
 
 # Cycles being removed on other branches; each entry goes when its branch lands.
 KNOWN = [
-    ["runners.vllm_engine", "runners.vllm_replicas"],        # the vLLM engine's rework removes it
 ]
 
 
