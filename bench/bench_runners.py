@@ -87,7 +87,8 @@ def run_direct(batches, per_token_s: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 allow_abbrev=False)
     ap.add_argument("--episodes", type=int, default=64)
     ap.add_argument("--turns", type=int, default=8)
     ap.add_argument("--per-token-us", type=float, default=100.0)

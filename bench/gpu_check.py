@@ -2,10 +2,16 @@
 
 On a machine with a CUDA GPU and vLLM (``pip install -e ".[vllm]"``), in the repo root::
 
-    .venv/bin/python bench/gpu_check.py --model Qwen/Qwen2.5-Coder-7B-Instruct
-    .venv/bin/python bench/gpu_check.py --model /models/Qwen3-8B --engine-arg enable_thinking=false
-    .venv/bin/python bench/gpu_check.py --model Qwen/Qwen3-32B --engine-arg tensor_parallel_size=2 \\
+    python bench/gpu_check.py --model Qwen/Qwen2.5-Coder-7B-Instruct
+    python bench/gpu_check.py --model /models/Qwen3-8B --engine-arg enable_thinking=false
+    python bench/gpu_check.py --model Qwen/Qwen3-32B --engine-arg tensor_parallel_size=2 \\
         --cells C01 C02 --max-tokens 512 --out bench-results/gpu_check
+
+The same protocol runs on a CPU-only machine with vLLM's CPU build and the embedded model
+(``make setup-vllm``; the README gives the figures)::
+
+    .venv-vllm/bin/python bench/gpu_check.py --model qwen2.5-coder-0.5b --cells C01 --limit 2 \\
+        --max-turns 3 --max-tokens 256 --engine-arg max_model_len=8192 --out bench-results/gpu_check-cpu
 
 What it does, with ONE ``VllmEngine`` shared by every phase (one model load, a few minutes
 for an 8B model on one GPU; the whole check is sized to stay under 10 minutes):
@@ -223,31 +229,33 @@ def replay_raw(engine: Any, batches: Sequence[Batch]) -> Phase:
 
 
 def run_phase(rec: RecordingEngine, condition: str, cells: Sequence[str], out: Path, max_tokens: int,
-              limit: int | None) -> Phase:
+              limit: int | None, max_turns: int | None = None) -> Phase:
     from capa_hf.evaluation.run import EvalConfig, run_eval
 
     try:  # registers the sandbox judge where run_eval does not import it itself
         importlib.import_module("capa_hf.simulator.judges")
     except ImportError:
         pass
+    turns = {} if max_turns is None else {"max_turns": max_turns}
     reset_prefix_cache(rec.engine)
     start = len(rec.batches)
     before = counters(rec.engine.metrics())
     t0 = time.perf_counter()
     summary = run_eval(EvalConfig(model=f"{rec.name}:{rec.model}", condition=condition, cells=tuple(cells),
-                                  max_tokens=max_tokens, limit=limit), out / condition, engine=rec, progress=False)
+                                  max_tokens=max_tokens, limit=limit, **turns), out / condition, engine=rec,
+                       progress=False)
     phase = Phase(condition, rec.batches[start:], time.perf_counter() - t0,
                   delta(before, counters(rec.engine.metrics())), summary.get("n_sessions"))
     return phase
 
 
 def run_check(model: str, cells: Sequence[str], out: Path, engine: Any, max_tokens: int = 512,
-              limit: int | None = None, keep_runs: bool = False) -> dict[str, Any]:
+              limit: int | None = None, keep_runs: bool = False, max_turns: int | None = None) -> dict[str, Any]:
     rec = RecordingEngine(engine)
     runs = out / "runs" if keep_runs else Path(tempfile.mkdtemp(prefix="capa-gpu-check-"))
     try:
-        none = run_phase(rec, "none", cells, runs, max_tokens, limit)
-        same = run_phase(rec, "same-user", cells, runs, max_tokens, limit)
+        none = run_phase(rec, "none", cells, runs, max_tokens, limit, max_turns)
+        same = run_phase(rec, "same-user", cells, runs, max_tokens, limit, max_turns)
         reset_prefix_cache(engine)
         raw = replay_raw(engine, none.batches + same.batches)
     finally:
@@ -266,6 +274,7 @@ def main(argv: Sequence[str] | None = None, engine: Any = None) -> int:
     ap.add_argument("--out", default="bench-results/gpu_check")
     ap.add_argument("--max-tokens", type=int, default=512)
     ap.add_argument("--limit", type=int, default=None, help="at most this many sessions per condition")
+    ap.add_argument("--max-turns", type=int, default=None, help="assistant turns per session (default: the eval's)")
     ap.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE",
                     help="vLLM engine option (repeatable), e.g. tensor_parallel_size=2")
     ap.add_argument("--keep-runs", action="store_true", help="keep the two run folders under --out/runs")
@@ -282,7 +291,7 @@ def main(argv: Sequence[str] | None = None, engine: Any = None) -> int:
         return 2
     try:
         rep = run_check(args.model, args.cells, Path(args.out), engine, max_tokens=args.max_tokens,
-                        limit=args.limit, keep_runs=args.keep_runs)
+                        limit=args.limit, keep_runs=args.keep_runs, max_turns=args.max_turns)
     finally:
         engine.close()
     print(format_report(rep))

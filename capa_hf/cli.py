@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from capa_hf.defaults import DATASET_OUT, EXTRACTION_MAX_TOKENS, HISTORY_SIZE
 from capa_hf.errors import CapaError
 
 
@@ -26,7 +27,7 @@ def _cmd_design(args) -> int:
         nums = [t.split("/")[1] for t in c.task_ids]
         pair = " + ".join(c.mechanisms)
         roles = "".join(short[r] for r in c.roles)
-        print(f"{c.cell_id:4}  {c.persona_id:7}  {pair:45}  {' '.join(nums[:5])} | {' '.join(nums[5:])}  {roles}")
+        print(f"{c.cell_id:4}  {c.persona_id:7}  {pair:45}  {' '.join(nums[:HISTORY_SIZE])} | {' '.join(nums[HISTORY_SIZE:])}  {roles}")
     stats = design_stats(cells, task_dimensions(load_content(), list(load_tasks())))
     print("roles: L learn, R reuse (history); C convention only, M mixed (held-out)")
     print(", ".join(f"{k.replace('_', ' ')} {v}" for k, v in stats.items()))
@@ -91,7 +92,8 @@ def _cmd_report(args) -> int:
 
 
 def _cmd_label_difficulty(args) -> int:
-    from capa_hf.analysis.difficulty import counts_line, labels_from_run, write_labels
+    from capa_hf.analysis.difficulty import labels_from_run
+    from capa_hf.evaluation.difficulty_labels import counts_line, write_labels
 
     labels = labels_from_run(args.run)
     path = write_labels(labels, args.out)
@@ -107,8 +109,36 @@ def _cmd_blank_control(args) -> int:
     return blank_control_cli(args)
 
 
+def _cmd_view(args) -> int:
+    from capa_hf.view import view_cli
+
+    return view_cli(args)
+
+
+def _cmd_list(args) -> int:
+    from capa_hf.listing import list_lines
+
+    print("\n".join(list_lines(args.what)))
+    return 0
+
+
+class CapaParser(argparse.ArgumentParser):
+    """No abbreviated options (`--engine` is never taken for `--engine-arg`), and a usage error
+    in one line that names the command, then exit 2."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="capa", description="CAPA benchmark: build, evaluate, report.")
+    from capa_hf.version import PIPELINE_VERSION
+
+    p = CapaParser(prog="capa", description="CAPA benchmark: build, evaluate, report.")
+    p.add_argument("--version", action="version", version=f"capa {_package_version()} (dataset {PIPELINE_VERSION})")
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("design", help="print the balanced 60-cell design")
@@ -135,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     rt.set_defaults(func=_cmd_regen_ties)
 
     b = sub.add_parser("build", help="build the dataset (Stages 1-3) into a folder")
-    b.add_argument("--out", default="dist/capa")
+    b.add_argument("--out", default=DATASET_OUT)
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--version", default=None, help="dataset version (default: the pipeline version)")
     b.add_argument("--assistant", default=None,
@@ -151,12 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=_cmd_build)
 
     x = sub.add_parser("extract-keypoints", help="draft keypoint YAML for new tasks with a model, validated")
-    x.add_argument("--engine", required=True, help="runners engine spec, e.g. vllm:Qwen/Qwen3-8B or llamacpp")
+    x.add_argument("--model", "--engine", dest="engine", required=True,
+                   help="runners engine spec, e.g. vllm:Qwen/Qwen3-8B or llamacpp (--engine is the older name)")
     x.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE", help="engine option, repeatable")
     x.add_argument("--source", required=True, help="JSONL of tasks: task_id, prompt, optional entry_point")
     x.add_argument("--out", required=True, help="folder for the drafts and extraction_report.json")
     x.add_argument("--limit", type=int, default=None, help="only the first N tasks")
-    x.add_argument("--max-tokens", type=int, default=1200)
+    x.add_argument("--max-tokens", type=int, default=EXTRACTION_MAX_TOKENS)
     x.add_argument("--cache", default=None, help="completion cache (sqlite path)")
     x.add_argument("--no-progress", action="store_true")
     x.set_defaults(func=_cmd_extract_keypoints)
@@ -166,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     val.set_defaults(func=_cmd_validate)
 
     pub = sub.add_parser("publish", help="upload a built dataset folder to the Hub and tag it")
-    pub.add_argument("path", nargs="?", default="dist/capa")
+    pub.add_argument("path", nargs="?", default=DATASET_OUT)
     pub.add_argument("--repo-id", required=True)
     pub.add_argument("--version", required=True)
     pub.add_argument("--private", action="store_true")
@@ -199,7 +230,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_blank_arguments(bc)
     bc.set_defaults(func=_cmd_blank_control)
+
+    vw = sub.add_parser("view", help="a static HTML viewer of run transcripts (opens from disk, no server)")
+    vw.add_argument("runs", nargs="+", help="run folders of capa eval / capa blank-control")
+    vw.add_argument("--out", required=True, help="folder for index.html and its files")
+    vw.add_argument("--dataset", default=None, help="the dataset for the sessions' hidden items "
+                                                    "(default: each run's own)")
+    vw.add_argument("--revision", default=None, help="Hub revision of --dataset")
+    vw.set_defaults(func=_cmd_view)
+
+    ls = sub.add_parser("list", help="the names a run can use: engines, presets, conditions or users")
+    ls.add_argument("what", help="engines | presets | conditions | users")
+    ls.set_defaults(func=_cmd_list)
     return p
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("capa-hf")
+    except PackageNotFoundError:      # a checkout run without installing it
+        from capa_hf.version import PIPELINE_VERSION
+
+        return PIPELINE_VERSION
 
 
 def main(argv: list[str] | None = None) -> int:

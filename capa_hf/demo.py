@@ -22,6 +22,7 @@ from capa_hf.defaults import DEMO_MAX_TOKENS
 from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.report import comparison_table
 from capa_hf.evaluation.summary_md import user_reasoning_line
+from capa_hf.oracle import fully_resolvable, oracle_bound
 
 DEFAULT_CELL = "C02"   # one of the few cells where the 0.5B model solves anything (C01: nothing in 8 turns)
 CONDITIONS = ("none", "same-user")
@@ -43,7 +44,7 @@ def run_demo(model: str, cell: str, out: Path, max_tokens: int = DEMO_MAX_TOKENS
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m capa_hf.demo", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m capa_hf.demo", description=__doc__, allow_abbrev=False,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cell", default=DEFAULT_CELL)
     p.add_argument("--model", default="llamacpp")
@@ -71,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         line = user_reasoning_line(summary)
         if line:
             print(f"{name}: {line}")
-    full = sum(all(h.resolvable_from_history for h in s.hidden_items) for s in held)
-    print(f"oracle bound for {args.cell}: FT-ES {100 * full / len(held):.0f}% (an assistant that applies every "
+    full = sum(map(fully_resolvable, held))
+    print(f"oracle bound for {args.cell}: FT-ES {100 * oracle_bound(held):.0f}% (an assistant that applies every "
           f"convention this user showed in history and asks nothing solves {full} of {len(held)} at turn 1)")
     first = Path(args.out) / f"demo-{args.cell}-{CONDITIONS[0]}" / "config.json"
     build = json.loads(first.read_text()).get("engine", {}).get("build")
@@ -80,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"llama.cpp {build.get('llama_cpp_version')}: {build.get('system_info')}; "
               f"CPU {(build.get('cpu') or {}).get('model')}")
     print(f"total wall time {time.perf_counter() - t0:.0f} s; transcripts in {args.out}/demo-{args.cell}-*/sessions.jsonl")
+    runs = " ".join(f"{args.out}/demo-{args.cell}-{c}" for c in CONDITIONS)
+    print(f"to read them side by side: capa view {runs} --out {args.out}/demo-view")
     return 0
 
 

@@ -30,15 +30,15 @@ from pydantic import ValidationError
 from runners.driver import Call
 from runners.types import Sampling
 
+from capa_hf.defaults import EXTRACTION_MAX_TOKENS, GREEDY
 from capa_hf.errors import CapaError
 from capa_hf.generation.llm_calls import run_jobs
+from capa_hf.llm_json import ask_json
 from capa_hf.prompts import fill, prompt_text
 from capa_hf.schema import Keypoint
-from capa_hf.simulator.llm_json import ask_json
 from capa_hf.text_literals import repeated_literals
 
 MIN_KEYPOINTS, MAX_KEYPOINTS = 2, 8
-MAX_TOKENS = 1200
 ROLE = "extractor"
 REPORT = "extraction_report.json"
 FIELDS = ("id", "category", "description", "original_text", "plain", "vague", "question")
@@ -170,7 +170,7 @@ def extraction_messages(task: SourceTask) -> list[dict]:
 
 
 def _job(task: SourceTask, max_tokens: int):
-    call = Call(ROLE, extraction_messages(task), Sampling(temperature=0.0, max_tokens=max_tokens, seed=0))
+    call = Call(ROLE, extraction_messages(task), Sampling(temperature=GREEDY, max_tokens=max_tokens, seed=0))
 
     def validate(value: dict) -> str | None:
         _, problems, _ = check_draft(value, task)
@@ -194,7 +194,7 @@ def write_draft(draft: dict, path: Path) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def extract_keypoints(tasks: list[SourceTask], engine: Any, out: Path, cache=None, max_tokens: int = MAX_TOKENS,
+def extract_keypoints(tasks: list[SourceTask], engine: Any, out: Path, cache=None, max_tokens: int = EXTRACTION_MAX_TOKENS,
                       progress: bool = True, engine_name: str = "") -> dict:
     """Draft, validate and write; returns the report (also written to out/extraction_report.json)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -235,7 +235,7 @@ def extract_cli(args) -> int:
     try:
         engine = make_engine(args.engine, **options)
     except (ValueError, TypeError) as exc:
-        raise CapaError(f"--engine {args.engine!r}: {exc}") from None
+        raise CapaError(f"--model {args.engine!r}: {exc}") from None
     cache = None
     if args.cache:
         from runners.cache import CompletionCache

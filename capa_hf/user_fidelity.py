@@ -60,7 +60,7 @@ def _topic(session, item_id: str) -> str:
 
 def match_question_set(data, user_lines: dict, folder: Path = QUESTION_SET_DIR) -> MatchReport:
     """Top-1 matching of every labeled question, each with all of its session's items hidden."""
-    from capa_hf.evaluation.run import brief
+    from capa_hf.evaluation.capa_source import brief
     from capa_hf.simulator.users import scripted_user
 
     report = MatchReport()
@@ -106,7 +106,7 @@ class FailureReport:
 
 def humaneval_behaviour_reveals(data, user_lines: dict, judge=None) -> FailureReport:
     """Submit HumanEval's reference in every held-out session that hides a convention it breaks."""
-    from capa_hf.evaluation.run import brief
+    from capa_hf.evaluation.capa_source import brief
     from capa_hf.generation.stage2_dialogue import code_reply
     from capa_hf.simulator.extraction import extract_submission
     from capa_hf.simulator.judges import SandboxJudge

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Iterable, Mapping, Sequence
 
 from .cache import CompletionCache, engine_key
-from .engine import EngineError
+from .engine import EngineError, engine_label
 from .types import ChatRequest, ChatResult, Sampling
 from .usage import BatchRecord, RunStats, Usage
 
@@ -83,10 +83,6 @@ class _Live:
         self.outcome = EpisodeOutcome(id=eid)
 
 
-def _engine_label(engine: Any) -> str:
-    return f"{getattr(engine, 'name', type(engine).__name__)}:{getattr(engine, 'model', '')}"
-
-
 def _normalize_episodes(episodes: Mapping[str, EpisodeFactory] | Iterable[tuple[str, EpisodeFactory]]
                         ) -> list[tuple[str, EpisodeFactory]]:
     items = list(episodes.items()) if isinstance(episodes, Mapping) else list(episodes)
@@ -122,9 +118,10 @@ class _Progress:
         if self.bar is not None:
             self.bar.update(n)
 
-    def postfix(self, **kw: Any) -> None:
+    def postfix(self, fields: dict[str, Any]) -> None:
+        """Shown at once: a step can take minutes on a slow engine, long before an episode ends."""
         if self.bar is not None:
-            self.bar.set_postfix(kw, refresh=False)
+            self.bar.set_postfix(fields, refresh=True)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -167,6 +164,10 @@ def run_episodes(
     live: dict[str, _Live] = {}
     bar = _Progress(len(items), progress)
     known_roles = sorted(engines)
+    # the bar's live figures: turns of the main role answered (every call without an "assistant"
+    # role), and the tokens per second the engines decoded (cache hits decode nothing)
+    main_role = "assistant" if "assistant" in engines else None
+    turns = decoded = 0
 
     def finish(ep: _Live, result: Any = None, error: str | None = None) -> None:
         live.pop(ep.id, None)
@@ -246,8 +247,9 @@ def run_episodes(
                 engine = engines[ep.role]
                 groups.setdefault(id(engine), (engine, []))[1].append(ep)
             for engine, eps in groups.values():
-                _run_batch(engine, eps, cache, stats, step, max_batch, advance, abort_on_failed_batch)
-            bar.postfix(live=len(live), failed=stats.failed, calls=stats.calls, hits=stats.cache_hits)
+                turns += sum(1 for ep in eps if main_role is None or ep.role == main_role)
+                decoded += _run_batch(engine, eps, cache, stats, step, max_batch, advance, abort_on_failed_batch)
+            bar.postfix(progress_fields(turns, decoded, stats, len(live)))
     except BaseException:
         for ep in list(live.values()):
             try:
@@ -262,10 +264,17 @@ def run_episodes(
     return {eid: outcomes[eid] for eid, _ in items}
 
 
+def progress_fields(turns: int, decoded: int, stats: RunStats, live: int) -> dict[str, Any]:
+    """The bar's postfix after a step: turns answered, decoding speed, live episodes, failures."""
+    rate = decoded / stats.engine_s if stats.engine_s > 0 else 0.0
+    return {"turns": turns, "tok/s": f"{rate:.1f}", "live": live, "failed": stats.failed, "hits": stats.cache_hits}
+
+
 def _run_batch(engine: Any, eps: list[_Live], cache: CompletionCache | None, stats: RunStats, step: int,
                max_batch: int | None, advance: Callable[[_Live, ChatResult | None, bool], None],
-               abort_on_failed_batch: bool = False) -> None:
-    label = _engine_label(engine)
+               abort_on_failed_batch: bool = False) -> int:
+    """Answer one step's calls for one engine (cache first); the completion tokens it decoded."""
+    label = engine_label(engine)
     name = getattr(engine, "name", type(engine).__name__)
     model = getattr(engine, "model", "")
     requests = [ep.request for ep in eps]
@@ -315,9 +324,11 @@ def _run_batch(engine: Any, eps: list[_Live], cache: CompletionCache | None, sta
     stats.batch_log.append(BatchRecord(step=step, engine=label, roles=tuple(sorted({ep.role for ep in eps})),
                                        size=len(eps), sent=len(todo), cache_hits=n_hits, engine_s=engine_s))
     per = stats.per_engine.setdefault(label, Usage())
+    decoded = sum(int(results[i].completion_tokens or 0) for i in todo)  # type: ignore[union-attr]
     for ep, res in zip(eps, results):
         assert res is not None
         ep.outcome.usage.add(res)
         per.add(res)
         stats.usage.add(res)
         advance(ep, res, False)
+    return decoded

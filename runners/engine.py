@@ -51,6 +51,11 @@ def describe_engine(engine: Any) -> dict[str, Any]:
     return {"engine": getattr(engine, "name", type(engine).__name__), "model": getattr(engine, "model", "")}
 
 
+def engine_label(engine: Any) -> str:
+    """How an engine is named in logs, records and the card: ``name:model`` (``vllm:Qwen/Qwen3-8B``)."""
+    return f"{getattr(engine, 'name', type(engine).__name__)}:{getattr(engine, 'model', '')}"
+
+
 def cache_identity(engine: Any) -> dict[str, Any]:
     fn = getattr(engine, "cache_identity", None)
     if callable(fn):

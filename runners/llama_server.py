@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .engine import EngineUnavailable
-from .options import usable_cores
+from .cpus import usable_cores
 
 SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context", "pydantic_settings")
 SERVER_REQUIREMENT = "llama-cpp-python[server]==0.3.36"

@@ -44,7 +44,7 @@ import numpy as np
 from .llamacpp_build import build_info, cpu_from_cpuinfo  # noqa: F401  (re-exported)
 from .lookup_decoding import DEFAULT_N_DRAFT, LookupStats, common_prefix, greedy_lookup_decode
 from .model_assets import ASSETS, ensure_model, find_asset
-from .options import usable_cores
+from .cpus import usable_cores
 from .thinking import cut_after_fence, split_reply
 from .types import ChatRequest, ChatResult
 

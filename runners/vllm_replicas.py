@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 from .affinity import StickyAssigner
 from .engine import EngineError
+from .vllm_core import VllmCore
 
 Item = tuple[list[dict[str, str]], dict[str, Any]]  # (messages, Sampling.to_dict())
 
@@ -27,8 +28,6 @@ Item = tuple[list[dict[str, str]], dict[str, Any]]  # (messages, Sampling.to_dic
 def _worker_main(conn: Any, devices: str | None, core_args: dict[str, Any]) -> None:
     if devices is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = devices
-    from .vllm_engine import VllmCore
-
     try:
         core = VllmCore(**core_args)
         conn.send(("ready", core.info()))

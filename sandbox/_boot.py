@@ -4,9 +4,8 @@ from __future__ import annotations
 import os
 import sys
 
-import sandbox
-
-PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(sandbox.__file__)))
+# The folder that holds the sandbox package (this file sits in it), put first on the worker's path.
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 BOOT = (
     "import sys; sys.path.insert(0, sys.argv[1]); "

@@ -63,11 +63,14 @@ class Channel:
             head += more
         (n,) = HEADER.unpack(head)
         data = os.read(fd, n)
-        while len(data) < n:
-            more = os.read(fd, n - len(data))
-            if not more:
-                return None
-            data += more
+        if len(data) < n:   # a large request: gather it in one buffer (linear, not quadratic)
+            buf = bytearray(data)
+            while len(buf) < n:
+                more = os.read(fd, n - len(buf))
+                if not more:
+                    return None
+                buf += more
+            data = buf
         return marshal.loads(data)
 
 
@@ -154,6 +157,7 @@ def exc_info(e: BaseException, filename: str) -> dict:
     info = exc_record("BaseException", "")
     try:
         info["type"] = type(e).__name__
+        info["exception"] = isinstance(e, Exception)   # (a test's `except Exception` would catch it)
         info["message"] = _safe_str(e)
         if isinstance(e, OSError) and type(e.errno) is int:
             info["errno"] = e.errno
@@ -168,8 +172,12 @@ def exc_info(e: BaseException, filename: str) -> dict:
                 tb = tb.tb_next
             if info["lineno"]:
                 info["line"] = linecache.getline(filename, info["lineno"]).strip()[:500] or None
-        # Mirror what Python would print, for the feedback shown to the model.
-        traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
+        # Mirror what Python would print, for the feedback shown to the model: from the
+        # submission's first frame on (the harness's frames above it would show host paths).
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+            tb = tb.tb_next
+        traceback.print_exception(type(e), e, tb, file=sys.stderr)
     except BaseException:
         pass
     return info

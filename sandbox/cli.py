@@ -49,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="run a HumanEval-style test (check(candidate)) against a submission")
     c.add_argument("--code", required=True, help="file with the submission's code")
     c.add_argument("--test", required=True, help="file defining check(candidate)")
-    c.add_argument("--entry-point", required=True, help="name of the submission's function under test")
+    c.add_argument("--entry-point", required=True, help="the task's name for the function under test")
+    c.add_argument("--candidate", help="the submission's function the test receives as candidate, when it is "
+                                       "not named like the entry point (default: the entry point)")
     c.add_argument("--prelude", help="optional trusted helper source the test may use (e.g. the task prompt)")
     r = sub.add_parser("run", help="run a whole program; passed if it exits with status 0")
     r.add_argument("program", help="the program file")
@@ -69,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise BadInput("--entry-point: must not be empty")
             if not args.entry_point.isidentifier():
                 raise BadInput(f"--entry-point: not a Python identifier: {args.entry_point!r}")
+            if args.candidate is not None and not args.candidate.isidentifier():
+                raise BadInput(f"--candidate: not a Python identifier: {args.candidate!r}")
             code = _read(args.code, "--code")
             test = _read(args.test, "--test")
             prelude = _read(args.prelude, "--prelude") if args.prelude else None
@@ -79,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with SandboxPool(workers=1, config=SandboxConfig()) as pool:
         if args.cmd == "check":
-            v = pool.check(code, test, args.entry_point, args.timeout, args.memory_mb, prelude)
+            v = pool.check(code, test, args.entry_point, args.timeout, args.memory_mb, prelude,
+                           candidate=args.candidate)
         else:
             v = pool.run(program, args.timeout, args.memory_mb)
     # Whatever the verdict holds (text from the submission included), printing it must not

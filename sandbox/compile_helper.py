@@ -22,6 +22,7 @@ import resource
 import select
 import signal
 import time
+import warnings
 from dataclasses import dataclass
 
 from . import namespaces
@@ -31,6 +32,9 @@ from .protocol import HEADER, SUBMISSION_FILE, exc_record, read_exact, write_all
 MAX_CODE_CHARS = 8 * 1024 * 1024
 IN_WORKER_MAX_CHARS = 4096
 CACHE_SIZE = 64
+# Bytecode can be far larger than its source (constant folding: ``x = [1] * 10**6`` is 20
+# bytes of source, 8 MiB of code object), so the cache is bounded by bytes as well.
+CACHE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -42,9 +46,14 @@ class Compiled:
 
 
 def compile_here(code: str) -> tuple[bytes | None, dict | None]:
-    """Compile ``code`` (in the helper): (marshalled code object, None) or (None, exc record)."""
+    """Compile ``code`` (in the helper): (marshalled code object, None) or (None, exc record).
+
+    Silently: the warnings compiling may raise (a SyntaxWarning per ``x is 1``, say; one job
+    can hold 60,000) are ignored, never printed on the worker's stderr."""
     try:
-        co = compile(code, SUBMISSION_FILE, "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            co = compile(code, SUBMISSION_FILE, "exec", dont_inherit=True)
     except SyntaxError as e:
         line = (e.text or "").strip()[:500] or None
         where = f" (line {e.lineno})" if e.lineno else ""
@@ -79,12 +88,17 @@ def _serve(req_fd: int, rep_fd: int) -> None:
 
 
 class CompileHelper:
-    """The worker's handle on its compile helper (started on first use, re-forked after a kill)."""
+    """The worker's handle on its compile helper (started on first use, re-forked after a kill).
 
-    def __init__(self):
+    ``seccomp``: the children's compiled seccomp filter (``CompiledFilter``), installed in the
+    helper before it reads any source; ``None`` without the seccomp layer."""
+
+    def __init__(self, seccomp=None):
         self.pid: int | None = None
         self.req = self.rep = -1
+        self.seccomp = seccomp
         self._cache: dict[str, Compiled] = {}
+        self._cache_bytes = 0
 
     def start(self) -> None:
         req_r, req_w = os.pipe()
@@ -98,7 +112,13 @@ class CompileHelper:
                 os.closerange(3, low)
                 os.closerange(low + 1, high)
                 os.closerange(high + 1, os.sysconf("SC_OPEN_MAX"))
+                null = os.open(os.devnull, os.O_RDWR)
+                os.dup2(null, 2)   # nothing it prints reaches the evaluator's stderr
+                os.close(null)
                 namespaces.set_pdeathsig(signal.SIGKILL)
+                if self.seccomp is not None:   # untrusted source: under the children's filter
+                    self.seccomp.set_no_new_privs()
+                    self.seccomp.install()
                 _serve(req_r, rep_w)
             finally:
                 os._exit(0)
@@ -153,14 +173,19 @@ class CompileHelper:
         return self._remember(code, result)
 
     def _remember(self, code: str, result: Compiled) -> Compiled:
-        if len(self._cache) >= CACHE_SIZE:
-            self._cache.pop(next(iter(self._cache)))
+        size = _size(code, result)
+        if size > CACHE_BYTES:
+            return result
+        while self._cache and (len(self._cache) >= CACHE_SIZE or self._cache_bytes + size > CACHE_BYTES):
+            old = next(iter(self._cache))
+            self._cache_bytes -= _size(old, self._cache.pop(old))
         self._cache[code] = result
+        self._cache_bytes += size
         return result
 
     def _answer(self, deadline: float) -> bytes | None:
         """The helper's reply; None if none came by ``deadline``; EOFError if the helper died."""
-        buf = b""
+        buf = bytearray()
         need = HEADER.size
         while True:
             while len(buf) < need:
@@ -170,8 +195,12 @@ class CompileHelper:
                 chunk = os.read(self.rep, 1 << 20)
                 if not chunk:
                     raise EOFError
-                buf += chunk
+                buf += chunk   # (a bytearray grows in place: linear in the reply's size)
             if need == HEADER.size:
-                need += HEADER.unpack(buf[:HEADER.size])[0]
+                need += HEADER.unpack_from(buf)[0]
                 continue
-            return buf[HEADER.size:need]
+            return bytes(memoryview(buf)[HEADER.size:need])
+
+
+def _size(code: str, result: Compiled) -> int:
+    return len(code) + len(result.bytecode or b"")

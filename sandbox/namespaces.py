@@ -93,6 +93,11 @@ def mount_tmpfs(path: str, size_mb: int, nr_inodes: int = 4096, mode: str = "071
            f"mount tmpfs on {path}")
 
 
+def umount(path: str) -> bool:
+    """Unmount ``path`` now; False if it is busy (or not a mount point)."""
+    return _libc.umount2(path.encode(), 0) == 0
+
+
 def umount_detached(path: str) -> bool:
     """Lazily unmount ``path`` (and what is mounted below it); False if nothing was mounted there."""
     if _libc.umount2(path.encode(), MNT_DETACH) == 0:

@@ -80,7 +80,7 @@ def _program(h: Happened) -> tuple[str, Failure | None]:
     exited = st is not None and os.WIFEXITED(st)
     if exited and os.WEXITSTATUS(st) == 0:
         return PASSED, None
-    if h.exc is not None and (exited or h.exc["type"] == "SandboxSetupError"):
+    if h.exc is not None and exited:
         return _raised(h.exc, "", assertion_fails=True)
     if exited:
         return FAILED, Failure("ExitStatus", f"the program exited with code {os.WEXITSTATUS(st)}")
@@ -91,8 +91,7 @@ def _raised(exc: dict, where: str, assertion_fails: bool = False) -> tuple[str, 
     """An exception the submission raised (``assertion_fails``: an AssertionError is a failure,
     as for a whole program; in check() the asserts are the test's, in the judge)."""
     name, msg, line = exc["type"], exc["message"], exc.get("line")
-    if name == "SandboxSetupError":
-        return SANDBOX_ERROR, Failure("SandboxError", msg)
+    # (No name decides sandbox_error: only the trusted side's own setup does, see setup_error.)
     if name == "MemoryError":
         return MEMORY, Failure("MemoryError", msg or f"the submission ran out of memory {where}".rstrip(), line)
     if name in NON_EXCEPTIONS:

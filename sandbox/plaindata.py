@@ -110,11 +110,14 @@ class DecodeLimit:
     """Bounds on rebuilding untrusted values in the judge; one per job, across all its replies.
 
     * ``deadline`` (time.monotonic()): checked every 4096 values.
-    * hash flooding: ints sent in hex form, tuples and frozensets (the values whose hashes a
-      submission can choose: small ints hash to themselves, str and bytes hashes are keyed
-      per process) are hashed as they are rebuilt; once more than ``MAX_SAME_HASH``
-      distinct ones share a hash, the reply is refused. Sets and dicts built from what
-      passes, here or by the test, stay linear in size (up to a constant).
+    * hash flooding: ints sent in hex form, floats, tuples and frozensets (the values whose
+      hashes a submission can choose), and every set element and dict key whatever its type,
+      are hashed as they are rebuilt; once more than ``MAX_SAME_HASH`` distinct ones share a
+      hash, the reply is refused. (Small ints hash to themselves; str and bytes hashes use
+      the worker's per-process secret, which the children share, being forked from it: a
+      child can compute them, so as set elements and dict keys they are counted too.) Sets
+      and dicts built from what passes, here or by the test, stay linear in size (up to a
+      constant).
     """
 
     __slots__ = ("deadline", "ticks", "_first", "_clashes")
@@ -153,8 +156,10 @@ def _decode(obj, _depth: int, lim: DecodeLimit | None):
     if _depth > MAX_DEPTH + 1:
         raise DecodeError("value nested too deeply")
     t = type(obj)
-    if obj is None or t is bool or t is str or t is float:
+    if obj is None or t is bool or t is str:
         return obj
+    if t is float:   # (floats' hashes are the submission's to choose: 2.0 ** k and 2.0 ** (k + 61) collide)
+        return obj if lim is None else lim.seen(obj)
     if lim is not None:
         lim.tick()
     if t is int:
@@ -171,9 +176,17 @@ def _decode(obj, _depth: int, lim: DecodeLimit | None):
                 v = tuple([_decode(x, d, lim) for x in val])
                 return v if lim is None else lim.seen(v)
             if tag == "s" and type(val) is list:
-                return set([_decode(x, d, lim) for x in val])
+                items = [_decode(x, d, lim) for x in val]
+                if lim is not None:
+                    for x in items:
+                        lim.seen(x)
+                return set(items)
             if tag == "f" and type(val) is list:
-                v = frozenset([_decode(x, d, lim) for x in val])
+                items = [_decode(x, d, lim) for x in val]
+                if lim is not None:
+                    for x in items:
+                        lim.seen(x)
+                v = frozenset(items)
                 return v if lim is None else lim.seen(v)
             if tag == "b" and type(val) is str:
                 return base64.b64decode(val.encode("ascii"), validate=True)
@@ -185,7 +198,8 @@ def _decode(obj, _depth: int, lim: DecodeLimit | None):
                 for pair in val:
                     if type(pair) is not list or len(pair) != 2:
                         raise DecodeError("bad dict entry")
-                    out[_decode(pair[0], d, lim)] = _decode(pair[1], d, lim)
+                    k = _decode(pair[0], d, lim)
+                    out[k if lim is None else lim.seen(k)] = _decode(pair[1], d, lim)
                 return out
         except DecodeError:
             raise

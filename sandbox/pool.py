@@ -33,6 +33,8 @@ class CheckJob:
     memory_mb: int = 1024
     prelude: str | None = None   # optional trusted helper source (e.g. a HumanEval prompt)
     record_calls: bool = False   # return the entry point's calls and results in Verdict.calls
+    candidate: str | None = None  # the submission's function the test gets as ``candidate``
+                                  # (None: the one named ``entry_point``)
 
 
 class WorkerDied(Exception):
@@ -242,12 +244,15 @@ class SandboxPool:
         return new
 
     def check(self, code: str, test: str, entry_point: str, timeout_s: float = 10.0, memory_mb: int = 1024,
-              prelude: str | None = None, record_calls: bool = False) -> Verdict:
-        _validate_check(code, test, entry_point, prelude)
+              prelude: str | None = None, record_calls: bool = False, candidate: str | None = None) -> Verdict:
+        """``candidate``: the submission's function that the test's ``check`` receives, when it is
+        not the one named ``entry_point`` (the dataset's name). Either way no name that the test
+        or the prelude defines is replaced by the submission's."""
+        _validate_check(code, test, entry_point, prelude, candidate)
         Limits(timeout_s, memory_mb).validate()
         return self._execute({"op": "check", "code": code, "test": test, "entry_point": entry_point,
                               "timeout_s": float(timeout_s), "memory_mb": int(memory_mb), "prelude": prelude,
-                              "record_calls": bool(record_calls)},
+                              "record_calls": bool(record_calls), "candidate": candidate},
                              float(timeout_s))
 
     def run(self, program: str, timeout_s: float = 10.0, memory_mb: int = 1024) -> Verdict:
@@ -261,7 +266,7 @@ class SandboxPool:
         """Run jobs on all workers at once; verdicts come back in input order."""
         jobs = list(jobs)
         for j in jobs:
-            _validate_check(j.code, j.test, j.entry_point, j.prelude)
+            _validate_check(j.code, j.test, j.entry_point, j.prelude, j.candidate)
             Limits(j.timeout_s, j.memory_mb).validate()
         results: list[Verdict | None] = [None] * len(jobs)
         it = iter(range(len(jobs)))
@@ -276,7 +281,7 @@ class SandboxPool:
                 j = jobs[i]
                 try:
                     results[i] = self.check(j.code, j.test, j.entry_point, j.timeout_s, j.memory_mb, j.prelude,
-                                            j.record_calls)
+                                            j.record_calls, j.candidate)
                 except Exception as e:
                     results[i] = Verdict.sandbox_error(f"{type(e).__name__}: {e}")
 
@@ -314,13 +319,15 @@ class SandboxPool:
             pass
 
 
-def _validate_check(code, test, entry_point, prelude) -> None:
+def _validate_check(code, test, entry_point, prelude, candidate=None) -> None:
     if not isinstance(code, str):
         raise TypeError("code must be a str")
     if not isinstance(test, str):
         raise TypeError("test must be a str")
     if not isinstance(entry_point, str) or not entry_point.isidentifier():
         raise ValueError(f"entry_point must be a Python identifier, got {entry_point!r}")
+    if candidate is not None and (not isinstance(candidate, str) or not candidate.isidentifier()):
+        raise ValueError(f"candidate must be a Python identifier or None, got {candidate!r}")
     if prelude is not None and not isinstance(prelude, str):
         raise TypeError("prelude must be a str or None")
 
@@ -339,8 +346,8 @@ def default_pool() -> SandboxPool:
 
 
 def check(code: str, test: str, entry_point: str, timeout_s: float = 10.0, memory_mb: int = 1024,
-          prelude: str | None = None) -> Verdict:
-    return default_pool().check(code, test, entry_point, timeout_s, memory_mb, prelude)
+          prelude: str | None = None, candidate: str | None = None) -> Verdict:
+    return default_pool().check(code, test, entry_point, timeout_s, memory_mb, prelude, candidate=candidate)
 
 
 def run(program: str, timeout_s: float = 10.0, memory_mb: int = 1024) -> Verdict:

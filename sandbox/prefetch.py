@@ -26,8 +26,10 @@ with padded replies) learns nothing about which asserts held.
 Predictions are cached per test (``predict``): discovery only depends on the test, the
 prelude, the entry point and which helpers come from the submission -- never on the
 submission -- so the same test checked against many submissions (pass@k) predicts its
-calls once. Tests that use ``random`` are not cached; once a prediction turns out wrong,
-that test runs without prefetching from then on (``forget``).
+calls once. Tests that use ``random`` are not cached. A prediction that turns out wrong
+for one submission is kept: whether and what a job prefetches depends on its test alone,
+never on what earlier submissions returned (a child can tell a batch from single calls,
+so anything else would let one job signal the next).
 """
 from __future__ import annotations
 
@@ -161,8 +163,11 @@ def _alarm(signum, frame):
 
 
 def discover(test: str, filename: str, prelude_code, entry: str, remote_names, base_ns: dict,
-             keep_random_state: bool = True):
+             keep_random_state: bool = True, alias: str | None = None):
     """Run the test with asserts stripped and recording stubs; return (calls, keys).
+
+    ``entry``: the submission's function that ``check`` receives as its candidate; ``alias``:
+    the name the test also reads it under (the dataset's entry point), if any.
 
     ``keep_random_state``: restore the judge's ``random`` state afterwards, so that the real
     run draws the same numbers (needed only when the test uses ``random``).
@@ -182,11 +187,12 @@ def discover(test: str, filename: str, prelude_code, entry: str, remote_names, b
             if prelude_code is not None:
                 exec(prelude_code, ns)
             exec(code, ns)
-            for name in remote_names:
-                if name not in ns:
-                    ns[name] = rec.stub(name)
             candidate = rec.stub(entry)
-            ns[entry] = candidate
+            if alias is not None:
+                ns[alias] = candidate
+            for name in remote_names:
+                if name not in ns:   # (never a name the test or prelude defines)
+                    ns[name] = candidate if name == entry else rec.stub(name)
             check = ns.get("check")
             if callable(check):
                 check(candidate)
@@ -205,7 +211,7 @@ def discover(test: str, filename: str, prelude_code, entry: str, remote_names, b
     return rec.calls, rec.keys
 
 
-_PREDICTIONS: dict[tuple, tuple[bytes, list[str]] | None] = {}
+_PREDICTIONS: dict[tuple, tuple[bytes, list[str]]] = {}
 _PREDICTIONS_MAX = 512
 
 
@@ -217,31 +223,24 @@ class Plan:
     cache_key: tuple | None = None
 
 
-def _remember(key: tuple, value: tuple[bytes, list[str]] | None) -> None:
+def _remember(key: tuple, value: tuple[bytes, list[str]]) -> None:
     if len(_PREDICTIONS) >= _PREDICTIONS_MAX:
         _PREDICTIONS.pop(next(iter(_PREDICTIONS)))
     _PREDICTIONS[key] = value
 
 
-def predict(test: str, filename: str, prelude: str | None, prelude_code, entry: str, wanted: list[str],
-            uses_random: bool, base_ns: dict) -> Plan:
-    key = None if uses_random else (test, prelude, entry, tuple(wanted))
+def predict(test: str, filename: str, prelude: str | None, prelude_code, entry: str, alias: str | None,
+            wanted: list[str], uses_random: bool, base_ns: dict) -> Plan:
+    key = None if uses_random else (test, prelude, entry, alias, tuple(wanted))
     if key is not None and key in _PREDICTIONS:
         hit = _PREDICTIONS[key]
-        # None: this test's prediction once turned out wrong (a test whose calls depend on
-        # their results in ways the stand-ins cannot follow): no prefetching
-        return Plan(b"", []) if hit is None else Plan(hit[0], hit[1], key)
-    calls, keys = discover(test, filename, prelude_code, entry, wanted, base_ns, keep_random_state=uses_random)
+        return Plan(hit[0], hit[1], key)
+    calls, keys = discover(test, filename, prelude_code, entry, wanted, base_ns, keep_random_state=uses_random,
+                           alias=alias)
     frame = encode_request({"op": "batch", "calls": calls}) if calls else b""
     if key is not None:
         _remember(key, (frame, keys))
     return Plan(frame, keys, key)
-
-
-def forget(plan: Plan) -> None:
-    """The real run asked for other calls than ``plan`` predicted: do not prefetch for that test again."""
-    if plan.cache_key is not None:
-        _remember(plan.cache_key, None)
 
 
 @dataclass

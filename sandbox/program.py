@@ -40,7 +40,7 @@ class ProgramRun:
                 deadline = time.monotonic() + self.timeout_s
                 sess.send({"op": "run", "program": self.program, "timeout_s": self.timeout_s,
                            "memory_mb": self.memory_mb}, deadline)
-                frames = sess.wait_exit(deadline)
+                sess.wait_exit(deadline, frames)
         except ChildTimeout:
             if ready:
                 seen["timed_out"] = True
@@ -55,6 +55,12 @@ class ProgramRun:
         if "setup_error" in seen:   # the child could not set itself up: replace the worker, retry
             raise SpawnError(seen["setup_error"])
         frames += sess.late_frames
+        if ready and (not frames or frames[0].get("limited") is not True):
+            # the child's acknowledgement of the job's limits comes before the program runs:
+            # without it the program never ran (our side failed, never the submission)
+            why = frames[0].get("limits_error", "no acknowledgement") if frames else "no acknowledgement"
+            seen = {"setup_error": f"the sandboxed process could not set the job's limits: {safe_str(why, 500)}"}
+        frames = frames[1:]
         exc = next((clean_info(f["exc"]) for f in frames if "exc" in f), None)
         h = Happened(ready=ready, exc=exc, exit_status=reaped.get("status"), cpu_s=float(reaped.get("cpu_s", 0.0)),
                      cpu_limit_s=float(cpu_limit_s(self.timeout_s)), forbidden=tuple(sess.forbidden()),

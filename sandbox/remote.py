@@ -60,7 +60,9 @@ def clean_info(info) -> dict:
     line = line[:500] if type(line) is str else None
     lineno = info.get("lineno")
     lineno = lineno if type(lineno) is int else None
-    return {"type": name, "message": msg, "errno": eno, "line": line, "lineno": lineno}
+    # whether it is an Exception (the child says; its own report otherwise defaults to yes)
+    exception = info.get("exception") is not False
+    return {"type": name, "message": msg, "errno": eno, "line": line, "lineno": lineno, "exception": exception}
 
 
 _remote_classes: dict[str, type] = {}
@@ -70,8 +72,8 @@ def remote_exception(info: dict) -> BaseException:
     """The exception to raise in the test for what the submission raised (a cleaned record)."""
     name = info["type"]
     msg = info["message"]
-    if name in NON_EXCEPTIONS or name == "MemoryError":
-        return Abort(exc=info)
+    if name in NON_EXCEPTIONS or name == "MemoryError" or not info.get("exception", True):
+        return Abort(exc=info)   # (a BaseException that is not an Exception: no `except Exception` may catch it)
     if name in ("StopIteration", "StopAsyncIteration"):
         e = SubmissionStopIteration(f"the submission raised {name}" + (f": {msg}" if msg else ""))
         e.remote = info

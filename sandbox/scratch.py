@@ -1,11 +1,13 @@
 """Scratch directories: one per child, made before its fork and removed after it was reaped.
 
 With the scratch_tmpfs layer they live on a size- and inode-limited tmpfs of the worker's
-own, mounted in the zygote's private mount namespace. A child's directory is removed with
-one rmdir when the child left nothing in it (most never write a file). When it did, the
-tmpfs is not walked: it is lazily unmounted and a fresh one mounted in its place (no
-other child's directory is on it then: the zygote reaps a child before it starts the
-next). Whatever the child left there, however deep, goes with the old mount.
+own, mounted in the zygote's private mount namespace, and every child gets a fresh one:
+after a child is reaped its tmpfs is unmounted (not walked) and a new one mounted in its
+place (no other child's directory is on it: the zygote reaps a child before it starts the
+next). Whatever the child left there, however deep, goes with the old mount, and so does
+the tmpfs's inode counter: every child's directory, and the files it makes, get the same
+inode numbers whatever earlier children made (a shared tmpfs would hand the next child
+numbers shifted by the files an earlier one created, even deleted ones).
 
 Without that layer (no root, no user namespace, or the layer off) a directory that is
 not empty is removed by ``remove_tree``, which holds a constant number of file
@@ -49,21 +51,24 @@ class Scratch:
         return path
 
     def remove(self, path: str) -> None:
-        """Remove a reaped child's dir; raise OSError if anything of it is left."""
-        try:
-            os.rmdir(path)
-            return
-        except FileNotFoundError:   # (on a tmpfs replaced since)
-            return
-        except OSError:
-            pass
+        """Remove a reaped child's dir (on the tmpfs: replace the tmpfs); raise OSError if
+        anything of it is left."""
         if self.tmpfs:
-            namespaces.umount_detached(self.base)
+            # A plain unmount (the child is reaped, so nothing holds the mount), else a lazy one.
+            if not namespaces.umount(self.base):
+                namespaces.umount_detached(self.base)
             self.tmpfs = False
             self.mount()
             self.remounts += 1
-        else:
-            remove_tree(path)
+            return
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            pass
+        remove_tree(path)
 
 
 def remove_tree(path: str) -> None:

@@ -14,6 +14,9 @@ import os
 import tempfile
 
 CLONE_THREAD = 0x00010000
+CLONE_PIDFD = 0x00001000
+PIPE_FDS = (1, 2, 3, 4)   # the child's stdout, stderr, requests and replies
+F_DUPFD, F_DUPFD_CLOEXEC = 0, 1030
 AF_UNIX = 1
 
 # Calls that fail with EPERM. Unknown names on this architecture are skipped.
@@ -38,13 +41,24 @@ DENY_EPERM = (
     "init_module", "finit_module", "delete_module", "acct", "quotactl", "quotactl_fd",
     "syslog", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
     "sethostname", "setdomainname", "vhangup", "iopl", "ioperm", "personality",
+    # writing back every file system of the machine (a stall for everything else on it)
+    "sync", "syncfs",
 )
-# Memory a child could hold outside RLIMIT_AS (SysV shared memory, memfd), and IPC objects that
-# outlive it (SysV IPC, POSIX message queues): denied unless the child has an IPC namespace of
-# its own and a memory cgroup bounds it (see build_bpf's allow_ipc).
+# Memory a child could hold outside RLIMIT_AS (SysV shared memory), and IPC objects that
+# outlive it (SysV IPC): denied unless the child has an IPC namespace of its own and a memory
+# cgroup bounds it (see build_bpf's allow_ipc).
 DENY_IPC = (
     "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl",
     "semget", "semop", "semtimedop", "semctl", "ipc",
+)
+# Objects whose inode numbers come from a counter that outlives the child (the kernel's
+# machine-wide one for pipes, sockets and message queues, shmem's internal mount for memfd):
+# a child that makes N of them moves the number the next child reads off its own pipes
+# (fstat), an exact channel from one job to the next. Always denied; the child's own
+# pipes (fds 1-4) are made by the worker. Threads, files, FIFOs on the scratch tmpfs (a
+# fresh one per child) are unaffected.
+DENY_COUNTERS = (
+    "pipe", "pipe2", "socketpair",
     "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
     "memfd_create", "memfd_secret",
 )
@@ -84,7 +98,7 @@ def build_bpf(allow_ipc: bool = False) -> bytes:
         n = sc.resolve_syscall(native, name)
         return n if isinstance(n, int) and n >= 0 else None
 
-    for name in DENY_EPERM + (() if allow_ipc else DENY_IPC):
+    for name in DENY_EPERM + DENY_COUNTERS + (() if allow_ipc else DENY_IPC):
         n = nr(name)
         if n is not None:
             f.add_rule(sc.ERRNO(errno.EPERM), n)
@@ -97,6 +111,21 @@ def build_bpf(allow_ipc: bool = False) -> bytes:
     n = nr("clone")
     if n is not None:
         f.add_rule(sc.ERRNO(errno.EPERM), n, sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+
+    n = nr("clone")
+    if n is not None:   # a pidfd of a thread: its number comes from a machine-wide counter
+        f.add_rule(sc.ERRNO(errno.EPERM), n, sc.Arg(0, sc.MASKED_EQ, CLONE_PIDFD, CLONE_PIDFD))
+    # The child's own pipes (fds 1-4) were made by the worker: their inode numbers and times
+    # say how many pipes the worker made before and when (a rerun's extra child, the end of
+    # the previous job). Not readable: no fstat/statx of them, nor of a copy of them.
+    for name in ("fstat", "newfstatat", "statx", "dup", "dup2", "dup3"):
+        n = nr(name)
+        for fd in PIPE_FDS if n is not None else ():
+            f.add_rule(sc.ERRNO(errno.EPERM), n, sc.Arg(0, sc.EQ, fd))
+    n = nr("fcntl")
+    for fd in PIPE_FDS if n is not None else ():
+        for cmd in (F_DUPFD, F_DUPFD_CLOEXEC):
+            f.add_rule(sc.ERRNO(errno.EPERM), n, sc.Arg(0, sc.EQ, fd), sc.Arg(1, sc.EQ, cmd))
 
     for name in SIGNAL_TARGET_FIRST_ARG:
         n = nr(name)

@@ -84,7 +84,8 @@ class ChildSession:
         self.events: list[tuple[str, int]] = []   # (forbidden action, call number it happened in)
         self.exited = False        # the pidfd reported the child's death (or all pipes hit EOF)
         self.open_reads = {self.rep, self.out, self.err}
-        self.outgoing = b""
+        self.outgoing = bytearray()   # queued request bytes; the first ``sent`` of them are written
+        self.sent = 0
         self.write_failed = False  # the request pipe is broken (the child is gone)
         self.poller = select.poll()
         for fd in self.open_reads:
@@ -173,7 +174,7 @@ class ChildSession:
         timeout = deadline - time.monotonic()
         if timeout <= 0:
             raise ChildTimeout()
-        want_out = bool(self.outgoing)
+        want_out = self.pending_out()
         if want_out != self.req_registered:
             if want_out:
                 self.poller.register(self.req, _OUT)
@@ -183,14 +184,13 @@ class ChildSession:
         for fd, ev in self.poller.poll(max(1, int(timeout * 1000 + 0.999))):
             if fd == self.req:
                 try:
-                    n = os.write(self.req, self.outgoing)
-                    self.outgoing = self.outgoing[n:]
+                    self._write()
                 except BlockingIOError:
                     pass
                 except OSError:  # EPIPE: the child closed its request pipe or died
                     # Nothing more can be sent; what the child wrote before is still read
                     # (recv must not fail before it has returned the frames already there).
-                    self.outgoing = b""
+                    self._drop_outgoing()
                     self.write_failed = True
             elif fd == self.pidfd:
                 self._mark_exited()
@@ -213,20 +213,33 @@ class ChildSession:
         self.outgoing += frame
         if not self.req_registered:
             try:
-                n = os.write(self.req, self.outgoing)
-                self.outgoing = self.outgoing[n:]
+                self._write()
             except BlockingIOError:
                 pass
             except OSError:
-                self.outgoing = b""
+                self._drop_outgoing()
                 self.write_failed = True
+
+    def pending_out(self) -> bool:
+        return self.sent < len(self.outgoing)
+
+    def _write(self) -> None:
+        """Write what the pipe takes now (an offset into one buffer: no copy of the rest)."""
+        with memoryview(self.outgoing) as view:
+            self.sent += os.write(self.req, view[self.sent:])
+        if self.sent == len(self.outgoing):
+            self._drop_outgoing()
+
+    def _drop_outgoing(self) -> None:
+        self.outgoing.clear()
+        self.sent = 0
 
     def send_frame(self, frame: bytes, deadline: float) -> None:
         """Send an already encoded frame, waiting (up to ``deadline``) until it is written."""
         if self.exited or self.write_failed:
             raise ChildGone()
         self.queue_frame(frame)
-        while self.outgoing:
+        while self.pending_out():
             if self.exited:
                 raise ChildGone()
             self._pump_once(deadline)
@@ -262,9 +275,10 @@ class ChildSession:
         self.send(obj, deadline)
         return self.recv(deadline)
 
-    def wait_exit(self, deadline: float) -> list[dict]:
-        """Wait for the child to end on its own; return the frames it sent meanwhile."""
-        frames = []
+    def wait_exit(self, deadline: float, frames: list | None = None) -> list[dict]:
+        """Wait for the child to end on its own; return the frames it sent meanwhile (also
+        appended to ``frames`` as they come, so that none is lost when the wait times out)."""
+        frames = [] if frames is None else frames
         while True:
             f = self._next_frame()
             if f is not None:

@@ -65,8 +65,9 @@ class Verdict:
     # Which isolation layers were active for this execution (name -> bool).
     layers: dict[str, bool] = field(default_factory=dict)
     # With ``record_calls=True``: every call the test made of the entry point, in order, as
-    # ``{"args": [...], "kwargs": {...}, "value": ...}`` or ``{..., "raised": {"type", "message"}}``
-    # with args, kwargs and value in plaindata's wire form (see ``decoded_calls``).
+    # ``{"args": [...], "kwargs": {...}, "value": ...}``, ``{..., "raised": {"type", "message"}}`` or
+    # (a value the judge refused to rebuild) ``{..., "refused": {"type", "message"}}``, with args,
+    # kwargs and value in plaindata's wire form (see ``decoded_calls``).
     calls: list[dict] | None = None
     # Where the sandbox ran with less than its full protection for this execution, what and why
     # (e.g. memory enforced by RLIMIT_AS only, without a memory cgroup).
@@ -98,15 +99,24 @@ class Verdict:
             d["notes"] = list(self.notes)
         return d
 
-    def decoded_calls(self) -> list[dict]:
-        """The recorded calls with args, kwargs and values decoded to Python objects."""
+    def decoded_calls(self, timeout_s: float | None = 10.0) -> list[dict]:
+        """The recorded calls with args, kwargs and values decoded to Python objects.
+
+        Decoded under the judge's own limits (no hash flooding; at most ``timeout_s`` seconds,
+        else ``plaindata.DecodeTimeout``), since the values came from the submission. A value
+        the judge refused is ``{"refused": {"type", "message"}}``, as recorded."""
+        import time
+
         from . import plaindata
 
+        limit = plaindata.DecodeLimit(None if timeout_s is None else time.monotonic() + timeout_s)
         out = []
         for c in self.calls or []:
-            d = {"args": tuple(plaindata.decode(c["args"])), "kwargs": plaindata.decode(c["kwargs"])}
+            d = {"args": tuple(plaindata.decode(c["args"], limit)), "kwargs": plaindata.decode(c["kwargs"], limit)}
             if "value" in c:
-                d["value"] = plaindata.decode(c["value"])
+                d["value"] = plaindata.decode(c["value"], limit)
+            elif "refused" in c:
+                d["refused"] = dict(c["refused"])
             else:
                 d["raised"] = dict(c["raised"])
             out.append(d)

@@ -66,7 +66,7 @@ def main(argv: list[str]) -> None:
     if cfg.seccomp:
         try:
             # the strict filter, and (only where a memory cgroup exists to make them harmless)
-            # one that leaves SysV IPC, message queues and memfd to children with their own
+            # one that leaves SysV IPC to children with their own
             # IPC namespace: the zygote picks one
             filters = {False: seccomp_filter.CompiledFilter(seccomp_filter.build_bpf(allow_ipc=False))}
         except Exception as e:
@@ -99,7 +99,7 @@ def main(argv: list[str]) -> None:
             hello.update(msg)
             zclient = ZygoteClient(parent_sock, zpid)
     hello["fatal"] = fatal
-    compiler = CompileHelper()
+    compiler = CompileHelper(filters[False] if filters else None)
     if fatal is None:
         compiler.start()   # now, off the first job's clock
         hello["compile_helper_pid"] = compiler.pid
@@ -124,7 +124,8 @@ def main(argv: list[str]) -> None:
                 elif job["op"] == "check":
                     v = judge.CheckRun(res, job["code"], job["test"], job["entry_point"], float(job["timeout_s"]),
                                        int(job["memory_mb"]), job.get("prelude"),
-                                       record_calls=bool(job.get("record_calls"))).execute()
+                                       record_calls=bool(job.get("record_calls")),
+                                       candidate=job.get("candidate")).execute()
                 elif job["op"] == "run":
                     v = program.ProgramRun(res, job["program"], float(job["timeout_s"]), int(job["memory_mb"])).execute()
                 elif job["op"] == "info":

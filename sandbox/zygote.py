@@ -45,7 +45,7 @@ from .zygote_layers import SAFE_ENV, ZygoteLayers
 __all__ = ["SAFE_ENV", "Zygote", "zygote_main", "recv_msg", "send_msg"]
 
 MSG_MAX = 1 << 16
-# The zygote's fd layout: 0 = /dev/null (every child's stdin), 1-4 = free between spawns (a
+# The zygote's fd layout: 0 = /dev/null (each child opens its own), 1-4 = free between spawns (a
 # spawn request's four pipe ends land there: the child's stdout, stderr, requests, replies),
 # 5 = the socket to the worker, >= 6 = the zygote's own. A child closes everything from 5 up.
 SOCK_FD = 5
@@ -255,9 +255,13 @@ class Zygote(ZygoteLayers):
     def _child(self, path: str) -> None:
         try:
             os.setsid()
-            # fds 0-4 are already in place (devnull and the pipes); drop everything else,
-            # the zygote socket included.
+            # fds 1-4 are already in place (the pipes); drop everything else, the zygote
+            # socket included. fd 0 is the child's own /dev/null, opened here: a description
+            # shared with other children would carry its flags and owner (F_SETFL, F_SETSIG)
+            # from one job to the next.
             os.closerange(5, self.fd_limit)
+            os.close(0)
+            os.open(os.devnull, os.O_RDONLY)   # (the lowest free fd: 0)
             if self.chroot:
                 os.chroot(path)
                 os.chdir("/")
@@ -335,7 +339,7 @@ def zygote_main(sock: socket.socket, cfg: SandboxConfig, filters: dict | None, s
             os.close(fd)
         sock = socket.socket(fileno=SOCK_FD)
         os.closerange(SOCK_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-        # fd 0: /dev/null for every child's stdin; fds 1-4 stay occupied (by /dev/null) during
+        # fd 0: /dev/null (each child replaces it with its own); fds 1-4 stay occupied (by /dev/null) during
         # setup so that nothing opened here lands there, and are freed before the first spawn.
         nul = os.open(os.devnull, os.O_RDONLY)
         for target in range(5):

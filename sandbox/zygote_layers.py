@@ -213,8 +213,9 @@ class ZygoteLayers:
             return False
 
     def _choose_filter(self) -> None:
-        """SysV IPC, message queues and memfd stay allowed only where an IPC namespace of the
-        child's own and a memory cgroup make them harmless; the notes say what else holds."""
+        """SysV IPC stays allowed only where an IPC namespace of the child's own and a memory
+        cgroup make it harmless (message queues and memfd are always denied: see
+        seccomp_filter.DENY_COUNTERS); the notes say what else holds."""
         allow_ipc = self.layers["ipc_namespace"] and self.layers["memory_cgroup"]
         if self.filters:
             self.filter = self.filters.get(allow_ipc) or self.filters[False]
@@ -223,7 +224,7 @@ class ZygoteLayers:
         if self.cgroup_note:
             self.notes.append(self.cgroup_note)
         if not self.layers["memory_cgroup"]:
-            denied = ("SysV IPC, POSIX message queues and memfd_create are denied" if self.filter is not None
+            denied = ("SysV IPC is denied (POSIX message queues and memfd_create always are)" if self.filter is not None
                       else "memory in SysV shared memory and memfd is not bounded (seccomp is off)")
             self.verdict_notes.append(f"memory: enforced by RLIMIT_AS only, no memory cgroup "
                                       f"({(self.cgroup_note or 'unavailable').removeprefix('memory_cgroup: ')}); "

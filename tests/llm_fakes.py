@@ -8,7 +8,7 @@ from runners.types import ChatResult
 
 from capa_hf.content import load_user_lines
 from capa_hf.prompts import prompt_text
-from capa_hf.simulator.users import UserBrief
+from capa_hf.simulator.brief import UserBrief
 
 SESSION = "C01-S06"          # HumanEval/40 (triples_sum_to_zero): three task items and a convention item
 
@@ -37,6 +37,6 @@ def plan_json(focus, need=True, rationale="the assistant asked about it") -> str
 
 
 def session_brief(data, session_id: str = SESSION) -> UserBrief:
-    from capa_hf.evaluation.run import brief
+    from capa_hf.evaluation.capa_source import brief
 
     return brief(data.heldout[session_id], data, load_user_lines())

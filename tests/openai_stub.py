@@ -1,7 +1,6 @@
-"""A scripted OpenAI-compatible server on 127.0.0.1 for the memory-condition tests.
-
-`reply(body) -> str` gives the assistant message for each /v1/chat/completions request;
-GET /v1/models lists one model. Every request body is kept in `requests`.
+"""The one scripted OpenAI-compatible server on 127.0.0.1 of the tests (the OpenAI engine's and
+the memory conditions'): /v1/chat/completions answered by the test, GET /v1/models listing one
+model, every request body kept in `requests`.
 """
 
 from __future__ import annotations
@@ -12,10 +11,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class OpenAIStub:
-    def __init__(self, reply, model: str = "stub-model"):
+    """`OpenAIStub(reply)`: `reply(body) -> str` is the assistant message of each request.
+    `OpenAIStub(behave=fn)`: `fn(body, n, stub) -> (status, payload, headers)` answers the n-th
+    request as it likes (errors, bytes, rate limits). Requests, their headers and the most
+    requests in flight at once are kept."""
+
+    def __init__(self, reply=None, model: str = "stub-model", behave=None):
+        if (reply is None) == (behave is None):
+            raise ValueError("give reply or behave")
         self.reply = reply
+        self.behave = behave or self._reply
         self.model = model
         self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        self.inflight = 0
+        self.max_inflight = 0
         self.lock = threading.Lock()
         outer = self
 
@@ -23,11 +33,13 @@ class OpenAIStub:
             def log_message(self, *a):
                 pass
 
-            def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload, headers=None) -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -41,18 +53,30 @@ class OpenAIStub:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 with outer.lock:
                     outer.requests.append(body)
-                text = outer.reply(body)
-                self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": outer.model,
-                                 "choices": [{"index": 0, "finish_reason": "stop",
-                                              "message": {"role": "assistant", "content": text}}],
-                                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+                    outer.headers.append(dict(self.headers))
+                    count = len(outer.requests)
+                    outer.inflight += 1
+                    outer.max_inflight = max(outer.max_inflight, outer.inflight)
+                try:
+                    status, payload, headers = outer.behave(body, count, outer)
+                finally:
+                    with outer.lock:
+                        outer.inflight -= 1
+                self._send(status, payload, headers)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.port = self.httpd.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.spec = f"openai:{model}@{self.base_url}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
+
+    def _reply(self, body, n, stub):
+        return 200, {"id": "x", "object": "chat.completion", "created": 0, "model": self.model,
+                     "choices": [{"index": 0, "finish_reason": "stop",
+                                  "message": {"role": "assistant", "content": self.reply(body)}}],
+                     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}, None
 
     def close(self) -> None:
         self.httpd.shutdown()

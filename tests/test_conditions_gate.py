@@ -11,7 +11,7 @@ from runners import CompletionCache, ScriptedEngine
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions import ConditionEnv, get_condition, render_history
 from capa_hf.evaluation.conditions.gate import VERDICTS, check_verdict, normalize_verdict
-from capa_hf.evaluation.conditions.stats import condition_stats
+from capa_hf.evaluation.conditions.gate import gate_counts
 
 
 @pytest.mark.parametrize("value, problem", [
@@ -101,7 +101,7 @@ def test_two_bad_answers_fall_back_to_raw_history_and_are_counted(capa_data, tmp
     assert c["gate"]["fallback"] is True and c["gate"]["attempts"] == 2
     assert c["text"] == render_history(hist)
     records = [{"cell_id": t.cell_id, "gate": ctx[t.session_id]["gate"]} for t in targets]
-    stats = condition_stats(records)["gate"]
+    stats = gate_counts(records)["gate"]
     assert stats == {"sessions": 5, "sufficient": 0, "sufficient_rate": 0.0, "unresolved": 0, "fallbacks": 5,
                      "retried": 5}
 

@@ -80,7 +80,7 @@ def test_revealed_in_points_only_at_earlier_history_sessions_of_the_same_cell():
                 # of an item on the same dimension, or its request states it
                 stated = [x for x in src["hidden_items"] if x["dimension"] == h["dimension"]]
                 users = " ".join(t["content"] for t in src["turns"] if t["role"] == "user")
-                assert any(x["clarification"] in users for x in stated) or not stated
+                assert stated and any(x["clarification"] in users for x in stated), (sid, h["dimension"])
     assert n > 300
 
 
@@ -215,6 +215,8 @@ def test_card_follows_hub_conventions(built):
     assert "version" not in data.to_dict()
     assert "arxiv.org/abs/2607.26611" in card.text and "CAPA 0.2.1" in card.text
     assert 'split="heldout"' in card.text
+    assert 'load_dataset("dist/capa", split="heldout")' in card.text and "<org>" not in card.text
+    assert "## Citation" in card.text and "eprint        = {2607.26611}" in card.text
     manifest = json.loads((out / "capa_manifest.json").read_text())
     assert manifest["version"] == "0.2.1" and len(manifest["files"]) == 8
     # num_bytes are the uncompressed Arrow sizes, as `datasets` itself counts them

@@ -8,14 +8,13 @@ import pytest
 from runners.scripted import ScriptedEngine
 
 from capa_hf.content import load_content
-from capa_hf.design import default_design
 from capa_hf.generation.pipeline import generate
 from capa_hf.generation.stage1_realize import TemplateRealizer
 
 
 @pytest.fixture(scope="module")
-def two_cells():
-    return default_design(0)[:2]
+def two_cells(design0):
+    return list(design0[:2])
 
 
 @pytest.fixture(scope="module")

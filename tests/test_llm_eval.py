@@ -28,7 +28,8 @@ def assistant(data, first="ask", tag_second=False):
             return QUESTION
         if n == 0 and first == "wrong":
             return "```python\ndef guess(*a):\n    return None\n```"
-        mark = "\nSECOND_ATTEMPT = True" if (tag_second and n > 0) else ""
+        # a marker the veto can read in the code that runs: the extraction rule keeps every import
+        mark = "\nimport string as SECOND_ATTEMPT" if (tag_second and n > 0) else ""
         return f"Here:\n```python\n{code}{mark}\n```"
     return ScriptedEngine(fn=reply, model=f"assistant-{first}")
 

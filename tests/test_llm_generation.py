@@ -11,7 +11,6 @@ import re
 import pytest
 from runners.scripted import ScriptedEngine
 
-from capa_hf.design import default_design
 from capa_hf.generation.pipeline import World, generate, plan_cells, stage1_all, stage3, voice_slots
 from capa_hf.generation.stage1_llm import FALLBACK, LLMRealizer
 from capa_hf.generation.stage3_llm import LLMConsistency
@@ -24,9 +23,9 @@ def world():
 
 
 @pytest.fixture(scope="module")
-def cell():
+def cell(design0):
     # a cell without domain-cognitive polysemy, so the gist reaches the realizer unchanged
-    return next(c for c in default_design(0) if "domain_cognitive" not in c.mechanisms)
+    return next(c for c in design0 if "domain_cognitive" not in c.mechanisms)
 
 
 def section(prompt: str, title: str) -> list[str]:

@@ -9,8 +9,8 @@ the scripted user's message for the same focus).
 import pytest
 from runners.types import ChatResult
 
+from capa_hf.llm_json import LLMCallError, first_json_object
 from capa_hf.simulator.fidelity import code_lines, message_checks
-from capa_hf.simulator.llm_json import LLMCallError, first_json_object
 from capa_hf.simulator.llm_user import LLMUser, fallback_counts, make_llm_user
 from capa_hf.simulator.planner import Plan
 from capa_hf.simulator.protocols import user_factory

@@ -2,6 +2,7 @@
 
 import shutil
 from types import SimpleNamespace
+from unittest.mock import call, create_autospec
 
 import pytest
 
@@ -10,53 +11,62 @@ from capa_hf.errors import CapaError
 from capa_hf.paths import DEFAULT_DATASET_DIR
 
 
-class FakeApi:
-    def __init__(self, tags=()):
-        self.calls = []
-        self.tags = list(tags)
+def fake_api(tags=()):
+    """huggingface_hub.HfApi with its real signatures (a call it would refuse fails here too)."""
+    from huggingface_hub import HfApi
 
-    def create_repo(self, repo_id, **kw):
-        self.calls.append(("create_repo", repo_id, kw))
+    api = create_autospec(HfApi, instance=True)
+    api.list_repo_refs.return_value = SimpleNamespace(tags=[SimpleNamespace(name=t) for t in tags], branches=[])
 
-    def list_repo_refs(self, repo_id, **kw):
-        self.calls.append(("list_repo_refs", repo_id, kw))
-        return SimpleNamespace(tags=[SimpleNamespace(name=t) for t in self.tags], branches=[])
+    def upload_folder(**kw):
+        from pathlib import Path
 
-    def upload_folder(self, **kw):
-        self.calls.append(("upload_folder", kw))
+        folder = Path(kw["folder_path"])
+        api.uploaded = {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
         return SimpleNamespace(oid="abc123")
 
-    def create_tag(self, repo_id, **kw):
-        self.calls.append(("create_tag", repo_id, kw))
+    api.upload_folder.side_effect = upload_folder
+    return api
 
 
 def test_publish_uploads_then_tags_the_commit():
-    api = FakeApi(tags=["v0.1.0", "not-a-version"])
+    api = fake_api(tags=["v0.1.0", "not-a-version"])
     tag = publish(DEFAULT_DATASET_DIR, "org/capa", "0.2.1", api=api)
     assert tag == "v0.2.1"
-    assert api.calls == [
-        ("create_repo", "org/capa", {"repo_type": "dataset", "private": False, "exist_ok": True}),
-        ("list_repo_refs", "org/capa", {"repo_type": "dataset"}),
-        ("upload_folder", {"repo_id": "org/capa", "folder_path": str(DEFAULT_DATASET_DIR),
-                           "repo_type": "dataset", "commit_message": "CAPA v0.2.1"}),
-        ("create_tag", "org/capa", {"tag": "v0.2.1", "revision": "abc123", "repo_type": "dataset",
-                                    "tag_message": "CAPA dataset v0.2.1"}),
+    staged = api.upload_folder.call_args.kwargs["folder_path"]
+    assert api.method_calls == [
+        call.create_repo("org/capa", repo_type="dataset", private=False, exist_ok=True),
+        call.list_repo_refs("org/capa", repo_type="dataset"),
+        call.upload_folder(repo_id="org/capa", folder_path=staged, repo_type="dataset",
+                           commit_message="CAPA v0.2.1"),
+        call.create_tag("org/capa", tag="v0.2.1", revision="abc123", repo_type="dataset",
+                        tag_message="CAPA dataset v0.2.1"),
     ]
+    # the folder as built, but its card loads the data from the Hub id it went to, at the new tag
+    local = {p.relative_to(DEFAULT_DATASET_DIR).as_posix(): p.read_bytes()
+             for p in DEFAULT_DATASET_DIR.rglob("*") if p.is_file()}
+    assert set(api.uploaded) == set(local) and staged != str(DEFAULT_DATASET_DIR)
+    assert all(api.uploaded[k] == local[k] for k in local if k != "README.md")
+    card = api.uploaded["README.md"].decode()
+    assert 'load_dataset("org/capa", split="heldout", revision="v0.2.1")' in card
+    assert 'load_dataset("org/capa", "variants", split="train", revision="v0.2.1")' in card
+    assert "dist/capa" not in card and "capa publish --repo-id ORG/NAME" not in card
+    assert card.replace("org/capa", "X").split("## Loading")[0] == local["README.md"].decode().split("## Loading")[0]
 
 
 @pytest.mark.parametrize("last", ["v0.2.1", "v0.3.0", "1.0.0"])
 def test_refuses_a_version_that_is_not_newer(last):
-    api = FakeApi(tags=[last])
+    api = fake_api(tags=[last])
     with pytest.raises(CapaError, match="not newer"):
         publish(DEFAULT_DATASET_DIR, "org/capa", "0.2.1", api=api)
-    assert not any(c[0] in ("upload_folder", "create_tag") for c in api.calls)
+    assert not api.upload_folder.called and not api.create_tag.called
 
 
 def test_refuses_a_version_the_folder_was_not_built_as():
-    api = FakeApi()
+    api = fake_api()
     with pytest.raises(CapaError, match="--version is 0.3.0"):
         publish(DEFAULT_DATASET_DIR, "org/capa", "0.3.0", api=api)
-    assert api.calls == []
+    assert api.method_calls == []
 
 
 def test_refuses_a_folder_whose_card_and_data_disagree(tmp_path):
@@ -64,14 +74,14 @@ def test_refuses_a_folder_whose_card_and_data_disagree(tmp_path):
     shutil.copytree(DEFAULT_DATASET_DIR, copy)
     card = copy / "README.md"
     card.write_text(card.read_text().replace("num_examples: 300", "num_examples: 301", 1))
-    api = FakeApi()
+    api = fake_api()
     with pytest.raises(CapaError, match="does not validate"):
         publish(copy, "org/capa", "0.2.1", api=api)
-    assert api.calls == []
+    assert api.method_calls == []
 
 
 def test_bad_version_and_repo_id_are_named():
     with pytest.raises(CapaError, match="X.Y.Z"):
-        publish(DEFAULT_DATASET_DIR, "org/capa", "latest", api=FakeApi())
+        publish(DEFAULT_DATASET_DIR, "org/capa", "latest", api=fake_api())
     with pytest.raises(CapaError, match="ORG/NAME"):
-        publish(DEFAULT_DATASET_DIR, "capa", "0.2.1", api=FakeApi())
+        publish(DEFAULT_DATASET_DIR, "capa", "0.2.1", api=fake_api())

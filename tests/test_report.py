@@ -6,16 +6,16 @@ import shutil
 import pytest
 from runners.scripted import ScriptedEngine
 
-from capa_hf.analysis.blank_control import run_blank_control
-from capa_hf.analysis.difficulty import labels_from_run, write_labels
+from capa_hf.analysis.difficulty import labels_from_run
 from capa_hf.analysis.report import build_report
 from capa_hf.cli import main
 from capa_hf.dataset.stats import dataset_stats
 from capa_hf.errors import CapaError
+from capa_hf.evaluation.difficulty_labels import write_labels
 from capa_hf.evaluation.metrics import es, ft_es, ttc
 from capa_hf.evaluation.run import EvalConfig, run_eval
 from tests.run_fakes import record, write_run
-from tests.test_analysis_blank_control import fixer
+from tests.test_analysis_blank_control import fixer, run_blank
 
 CELLS = ("C01",)
 ALL_TABLES = ["runs", "main", "difficulty", "identity", "memory", "mechanisms", "item_kind", "blank", "split",
@@ -79,8 +79,8 @@ def runs(tmp_path_factory, capa_data):
         out[name] = root / name
     out["gate"] = as_condition(out["same-user"], root / "gate", "gate", first_turn_for_all=True)
     out["mem0"] = as_condition(out["same-user"], root / "mem0", "mem0")
-    run_blank_control(EvalConfig(model="scripted", condition="-", limit=2), root / "blank", engine=fixer("wrong"),
-                      progress=False)
+    run_blank(EvalConfig(model="scripted", condition="-", limit=2), root / "blank", engine=fixer("wrong"),
+              progress=False)
     out["blank"] = root / "blank"
     out["labels"] = write_labels(labels_from_run(out["none"]), root / "labels")
     return out

@@ -13,11 +13,9 @@ from capa_hf.generation.stage3_checks import check_leaks, check_mechanisms, chec
 
 
 @pytest.fixture(scope="module")
-def world():
-    from capa_hf.design import default_design
-
+def world(design0):
     w = World.load()
-    cells = default_design(0)
+    cells = list(design0)
     return w, cells, plan_cells(cells, w, 0)
 
 

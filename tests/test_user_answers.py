@@ -3,7 +3,7 @@
 import pytest
 
 from capa_hf.content import load_content, load_user_lines
-from capa_hf.evaluation.run import brief
+from capa_hf.evaluation.capa_source import brief
 from capa_hf.generation.stage2_dialogue import code_reply
 from capa_hf.simulator.extraction import extract_submission
 from capa_hf.simulator.judges import SandboxJudge

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from capa_hf.analysis import plots
-from capa_hf.analysis.difficulty import read_labels
 from capa_hf.analysis.markdown import section
 from capa_hf.analysis.results import as_runs, labels_source_text
 from capa_hf.analysis.runset import RunSet
 from capa_hf.analysis.tables import Table, build_tables
 from capa_hf.errors import CapaError
+from capa_hf.evaluation.difficulty_labels import read_labels
 
 NEEDS = {
     "main": "a `none` and a `same-user` run of one model on the held-out split",
@@ -74,9 +74,16 @@ def write_plots(rs: RunSet, tables: dict[str, Table], facts: dict | None, out: P
     counts, source = _labels_counts(rs)
     split = tables["split"].rows[0] if "split" in tables else None
     if facts or split or counts:
-        made["dataset"] = plots.dataset_figure(facts["cells"] if facts else [], split, counts, out / "dataset.png",
-                                               source)
+        figure = plots.dataset_figure(facts["cells"] if facts else [], split, counts, out / "dataset.png", source)
+        if figure is not None:
+            made["dataset"] = figure
     return {k: p.name for k, p in made.items()}
+
+
+def dataset_caption(rs: RunSet, tables: dict[str, Table], facts: dict | None) -> str:
+    counts, _ = _labels_counts(rs)
+    split = tables["split"].rows[0] if "split" in tables else None
+    return plots.dataset_caption(facts["cells"] if facts else [], split, counts)
 
 
 def _plain(obj: Any) -> Any:
@@ -92,7 +99,8 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
-def render(rs: RunSet, tables: list[Table], plot_files: dict[str, str], notes: list[str]) -> str:
+def render(rs: RunSet, tables: list[Table], plot_files: dict[str, str], notes: list[str],
+           dataset_text: str = "") -> str:
     built = {t.key for t in tables}
     missing = [f"- {k}: needs {v}" for k, v in NEEDS.items() if k not in built]
     head = ["# CAPA report", "", f"{len(rs.runs)} runs; tables: {', '.join(t.key for t in tables)}."]
@@ -103,10 +111,10 @@ def render(rs: RunSet, tables: list[Table], plot_files: dict[str, str], notes: l
     described = {r.name: r.describe() for r in rs.runs}
     body = [section(t, plot_files.get(t.key), described) for t in tables]
     if "dataset" in plot_files:
-        body.append("## Dataset balance and difficulty\n\n"
-                    "(a) cells per persona and mechanism (each cell counts for both of its mechanisms), (b) split "
-                    "comparability under no history, (c) counts of the difficulty labels.\n\n"
+        body.append(f"## Dataset balance and difficulty\n\n{dataset_text}\n\n"
                     f"![Dataset balance and difficulty]({plot_files['dataset']})\n")
+    elif dataset_text:
+        body.append(f"## Dataset balance and difficulty\n\n{dataset_text}\n")
     return "\n".join(head) + "\n\n" + "\n".join(body)
 
 
@@ -130,7 +138,8 @@ def build_report(runs: list[str | Path], out: str | Path | None = None, difficul
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         plot_files = write_plots(rs, by_key, facts, out)
-    markdown = render(rs, tables, plot_files, notes)
+    dataset_text = dataset_caption(rs, by_key, facts) if plot_files.get("dataset") or facts else ""
+    markdown = render(rs, tables, plot_files, notes, dataset_text if out is not None else "")
     report = _plain({"runs": [r.describe() for r in rs.runs], "tables": {t.key: t.to_dict() for t in tables},
                      "plots": plot_files, "notes": notes, "difficulty_source": labels_source_text(labels),
                      "dataset": {k: v for k, v in (facts or {}).items() if k != "cells"} or None})

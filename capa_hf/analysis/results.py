@@ -25,7 +25,7 @@ import pandas as pd
 from capa_hf.defaults import MAX_TURNS
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.metrics import first_success_turn, item_kind_label
-from capa_hf.evaluation.records import RESULTS, read_records
+from capa_hf.evaluation.records import RESULTS, read_config, read_records
 
 # Fields of a run's config that say which sessions it covers and under which condition; runs
 # that agree on everything else are the same model setting and may be paired.
@@ -104,15 +104,7 @@ def load_run(path: str | Path, allow_partial: bool = False) -> Run:
     path = Path(path)
     if not path.is_dir():
         raise CapaError(f"{path}: no such run folder")
-    cfg_path = path / "config.json"
-    if not cfg_path.is_file():
-        raise CapaError(f"{path}: not a run folder (no config.json); expected the --out of `capa eval`")
-    try:
-        config = json.loads(cfg_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise CapaError(f"{cfg_path}: unreadable ({exc})") from None
-    if not isinstance(config.get("run"), dict):
-        raise CapaError(f"{cfg_path}: has no 'run' block; expected the config.json that `capa eval` writes")
+    config = read_config(path)
     records = list(read_records(path / RESULTS).values())
     run = Run(path=path, config=config, records=records, name=path.name)
     expected = config.get("n_targets")

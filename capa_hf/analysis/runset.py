@@ -14,17 +14,10 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from capa_hf.analysis.difficulty import check_labels_match
 from capa_hf.analysis.results import Run, sessions_df
+from capa_hf.defaults import BLANK_CONDITION, SPLIT
 from capa_hf.errors import CapaError
-
-BLANK = "blank-control"
-CONDITION_ORDER = ("none", "shuffled", "conflicting", "same-user", "mem0", "amem", "gate")
-
-
-def condition_rank(name: str) -> tuple[int, str]:
-    return (CONDITION_ORDER.index(name) if name in CONDITION_ORDER else len(CONDITION_ORDER), name)
-
+from capa_hf.evaluation.difficulty_labels import check_labels_match
 
 @dataclass
 class RunSet:
@@ -42,11 +35,11 @@ class RunSet:
 
     @property
     def capa_runs(self) -> list[Run]:
-        return [r for r in self.runs if r.condition != BLANK]
+        return [r for r in self.runs if r.condition != BLANK_CONDITION]
 
     @property
     def blank_runs(self) -> list[Run]:
-        return [r for r in self.runs if r.condition == BLANK]
+        return [r for r in self.runs if r.condition == BLANK_CONDITION]
 
     def settings(self) -> list[str]:
         seen: dict[str, None] = {}
@@ -61,7 +54,7 @@ class RunSet:
         clash = sum(1 for m in models.values() if m == name) > 1
         return f"{name} #{setting}" if clash else name
 
-    def slot(self, setting: str, condition: str, split: str = "heldout") -> Run | None:
+    def slot(self, setting: str, condition: str, split: str = SPLIT) -> Run | None:
         for r in self.capa_runs:
             if (r.setting, r.condition, r.split) == (setting, condition, split):
                 return r

@@ -12,6 +12,7 @@ numbers (intervals as [lo, hi]); markdown.py formats them.
 - blank        the blank control on HumanEval (Table 6)
 - split        history vs held-out under no history (Appendix A)
 - trials       mean over trials, between-trial sd, pass^k
+- rescore      a `capa eval --rescore` run against the run it re-scored
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from capa_hf.analysis.difficulty import LEVELS, RULE
 from capa_hf.analysis.paired import METRICS, metric_summary, paired_metrics
 from capa_hf.analysis.results import Run, labels_source_text
-from capa_hf.analysis.runset import RunSet, check_pairable, condition_rank
+from capa_hf.analysis.runset import RunSet, check_pairable
+from capa_hf.defaults import BLANK_CONDITION
+from capa_hf.evaluation.conditions.base import condition_rank, family_of
+from capa_hf.evaluation.difficulty_labels import LEVELS, RULE
 from capa_hf.evaluation.metrics import pass_hat_k
+from capa_hf.oracle import oracle_bound
 
 VALUE_COLUMNS = [("n", "n", "int"), ("ES", "ES %", "pct"), ("FT-ES", "FT-ES %", "pct"), ("TTC", "TTC", "turns")]
 DELTA_COLUMNS = [("dES", "ΔES pp", "dpct"), ("dFT-ES", "ΔFT-ES pp", "dpct"), ("dTTC", "ΔTTC turns", "dturns")]
@@ -91,22 +95,32 @@ DELTA_NOTE = ("Δ: paired over the same sessions against {base} (ES and FT-ES: c
               "paired sign-flip permutation p-value. Values: 95% bootstrap intervals over sessions.")
 
 
+# The paper's comparison tables: a family of conditions (each condition declares its family and
+# baseline, evaluation/conditions/base.py) -> the table's title.
+FAMILIES = {"main": "Main results: {shown}",
+            "identity": "User identity: {shown}",
+            "memory": "Memory and gating: {shown}"}
+
+
+def family_table(rs: RunSet, family: str) -> Table | None:
+    f = family_of(family)
+    caption = DELTA_NOTE.format(base=f["baseline"])
+    if f["pairs"]:
+        caption += " Rows `X vs Y` pair X with Y: " + ", ".join(f"{hi} vs {lo}" for lo, hi in f["pairs"]) + "."
+    return condition_table(rs, family, FAMILIES[family].format(shown=", ".join(f["shown"])), caption, f["shown"],
+                           f["baseline"], f["members"], extra_pairs=tuple((lo, hi) for lo, hi in f["pairs"]))
+
+
 def main_table(rs: RunSet) -> Table | None:
-    return condition_table(rs, "main", "Main results: no history vs same-user history",
-                           DELTA_NOTE.format(base="none"), ("none", "same-user"), "none", ("same-user",))
+    return family_table(rs, "main")
 
 
 def identity_table(rs: RunSet) -> Table | None:
-    return condition_table(rs, "identity", "User identity: none, shuffled, conflicting and same-user history",
-                           DELTA_NOTE.format(base="none") + " Rows `same-user vs X` pair same-user with X.",
-                           ("none", "shuffled", "conflicting", "same-user"), "none", ("shuffled", "conflicting"),
-                           extra_pairs=(("shuffled", "same-user"), ("conflicting", "same-user")))
+    return family_table(rs, "identity")
 
 
 def memory_table(rs: RunSet) -> Table | None:
-    return condition_table(rs, "memory", "Memory and gating: raw same-user history, mem0, A-mem and the gate",
-                           DELTA_NOTE.format(base="same-user"), ("none", "same-user", "mem0", "amem", "gate"),
-                           "same-user", ("mem0", "amem", "gate"))
+    return family_table(rs, "memory")
 
 
 def _heldout_runs(rs: RunSet, condition: str | None = None) -> list[Run]:
@@ -170,7 +184,7 @@ def item_kind_table(rs: RunSet, dataset_oracle: float | None = None) -> Table | 
             rows.append(values_row(part, model=model, condition=run.condition, group=group))
         once = frame.drop_duplicates("session_id")
         rows.append({"model": model, "condition": run.condition, "group": "oracle bound (these sessions)",
-                     "n": int(len(once)), "FT-ES": float(once["fully_resolvable"].astype(bool).mean())})
+                     "n": int(len(once)), "FT-ES": oracle_bound(once["fully_resolvable"].astype(bool))})
         used.append(run.name)
     if not rows:
         return None
@@ -238,7 +252,7 @@ def trials_table(rs: RunSet) -> Table | None:
         kmax = max(kmax, k)
         per_trial = frame.groupby("trial")[["solved", "first_turn", "ttc"]].mean()
         succ = frame.groupby("session_id")["solved"].agg(["sum", "size"])
-        row = {"model": rs.model_label(run.setting) if run.condition != "blank-control" else run.model,
+        row = {"model": rs.model_label(run.setting) if run.condition != BLANK_CONDITION else run.model,
                "condition": run.condition, "n": int(len(per_session)), "trials": k}
         for name, (col, _) in METRICS.items():
             row[name], row[f"{name}_sd"] = float(per_trial[col].mean()), float(per_trial[col].std(ddof=1))
@@ -265,9 +279,35 @@ def runs_table(rs: RunSet) -> Table:
                  "(config.json `run`), first 12 hex digits.", cols, rows, [r.name for r in rs.runs])
 
 
+def rescore_table(rs: RunSet) -> Table | None:
+    """Each `capa eval --rescore` run against the run it re-scored, when both are in the report."""
+    by_hash = {r.config_hash: r for r in rs.capa_runs}
+    rows, used = [], []
+    for new in rs.capa_runs:
+        old = by_hash.get((new.run.get("rescored_from") or {}).get("config_hash"))
+        if old is None:
+            continue
+        base = (old, rs.frame_of(old))
+        rows.append(values_row(base[1], run=old.name, condition=old.condition, scoring="as recorded"))
+        rows.append({**values_row(rs.frame_of(new), run=new.name, condition=new.condition,
+                                  scoring=f"rescored ({new.run['rescored_from'].get('rule', '?')})"),
+                     **delta_fields(base, (new, rs.frame_of(new)))})
+        used += [old.name, new.name]
+    if not rows:
+        return None
+    cols = [("run", "run", "text"), ("condition", "condition", "text"), ("scoring", "scoring", "text"),
+            *VALUE_COLUMNS, *DELTA_COLUMNS]
+    return Table("rescore", "Rescored runs against the runs they re-score",
+                 "Δ: rescored minus as recorded (TTC: as recorded minus rescored, so positive is better), paired "
+                 "over the same sessions, with a paired bootstrap 95% interval and a sign-flip permutation p-value. "
+                 "A rescored session ends at the first turn whose recorded reply now passes; a recorded pass that "
+                 "now fails counts as unsolved.",
+                 cols, rows, used)
+
+
 def build_tables(rs: RunSet, dataset_oracle: float | None = None, progress: bool = False) -> list[Table]:
     builders = [runs_table, main_table, difficulty_table, identity_table, memory_table, mechanism_table,
-                lambda r: item_kind_table(r, dataset_oracle), blank_table, split_table, trials_table]
+                lambda r: item_kind_table(r, dataset_oracle), blank_table, split_table, trials_table, rescore_table]
     if progress:
         from tqdm import tqdm
 

@@ -11,6 +11,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from runners.engine import engine_label
+
 from capa_hf.content import load_content
 from capa_hf.dataset.card import render_card
 from capa_hf.dataset.features import LAYOUT
@@ -19,6 +21,7 @@ from capa_hf.dataset.stats import dataset_stats
 from capa_hf.errors import CapaError
 from capa_hf.generation.pipeline import generate
 from capa_hf.humaneval import load_tasks
+from capa_hf.specs import llm_spec
 from capa_hf.variants.catalog import VariantCatalog
 from capa_hf.version import PIPELINE_VERSION
 
@@ -72,7 +75,7 @@ def build_dataset(out: Path, seed: int = 0, version: str | None = None, engine=N
                                "bytes": path.stat().st_size, "num_bytes": table.nbytes, "sha256": sha256(path)}
     facts = dataset_stats(sessions, cells, {t: dict(s.dimensions) for t, s in content.variants.items()})
     assistant = "the reference assistant" if engine is None else \
-        f"`{engine.name}:{engine.model}` (reference fallback when unresolved)"
+        f"`{engine_label(engine)}` (reference fallback when unresolved)"
     writer = ("template realizer (curated keypoints, conventions, persona voice kits, discipline lexicons)"
               if realizer is None or realizer.name == "template" else
               f"requests written by `{realizer.name}` from the template's visible keypoints, persona and information "
@@ -90,20 +93,12 @@ def build_dataset(out: Path, seed: int = 0, version: str | None = None, engine=N
             "stage3": stats.lines(), "version": version, "stats": facts}
 
 
-def _llm_spec(flag: str, value: str | None) -> str | None:
-    if value is None:
-        return None
-    if not value.startswith("llm:") or not value[4:].strip():
-        raise CapaError(f"{flag} {value!r}: expected llm:<engine spec>, e.g. llm:vllm:Qwen/Qwen3-8B")
-    return value[4:]
-
-
 def build_cli(args) -> int:
     from runners.options import parse_engine_args
 
     engine = cache = realizer = consistency = None
-    realizer_spec = _llm_spec("--realizer", getattr(args, "realizer", None))
-    consistency_spec = _llm_spec("--consistency", getattr(args, "consistency", None))
+    realizer_spec = llm_spec("--realizer", args.realizer) if getattr(args, "realizer", None) else None
+    consistency_spec = llm_spec("--consistency", args.consistency) if getattr(args, "consistency", None) else None
     try:
         assistant_args = parse_engine_args(getattr(args, "assistant_engine_arg", None) or [])
     except ValueError as exc:

@@ -8,10 +8,12 @@ not a header key (the Hub ignores it): it lives in the tag, the manifest and the
 
 from __future__ import annotations
 
+import re
 from string import Template
 
 import yaml
 
+from capa_hf.defaults import DATASET_OUT
 from capa_hf.dataset.features import LAYOUT
 from capa_hf.errors import DataFileError
 from capa_hf.paths import CARD_DIR
@@ -24,6 +26,39 @@ WHAT = {"default": "the sessions (evaluate on `heldout`; `history` holds the res
         "personas": "the 10 personas and their voice kits",
         "mechanisms": "the 6 ambiguity mechanisms and their resolution patterns",
         "cells": "the 60 users: persona, mechanism pair, convention profile, roles, tasks"}
+
+
+LOCAL_ID = DATASET_OUT          # where `capa build` writes by default, and where a clone has the data
+LOCAL_NOTE = ("This card belongs to a local build: the path is the folder `capa build` writes by default. "
+              "`capa publish --repo-id ORG/NAME` renders this section again with the Hub id and the version's tag.")
+HUB_NOTE = ("`{tag}` is the tag `capa publish` created for this version: pin it, so that the data under a "
+            "result cannot change.")
+_LOADING = re.compile(r"<!-- loading: .*? -->\n.*?<!-- /loading -->\n?", re.DOTALL)
+
+
+def loading_section(repo_id: str | None, version: str) -> str:
+    """The card's Loading examples: the local folder, or (for `capa publish`) the Hub id, pinned."""
+    path = CARD_DIR / "loading.md"
+    if not path.is_file():
+        raise DataFileError(path, "dataset card template not found")
+    tag = f"v{version}"
+    slots = ({"load_id": LOCAL_ID, "revision": "", "where": LOCAL_NOTE} if repo_id is None else
+             {"load_id": repo_id, "revision": f', revision="{tag}"', "where": HUB_NOTE.format(tag=tag)})
+    return Template(path.read_text(encoding="utf-8")).substitute(slots)
+
+
+def with_loading(card: str, repo_id: str, version: str) -> str:
+    """The card with its Loading section rendered for `repo_id` (what `capa publish` uploads)."""
+    if not _LOADING.search(card):
+        raise DataFileError("README.md", "the card has no Loading section to render (rebuild it with capa build)")
+    section = loading_section(repo_id, version)
+    return _LOADING.sub(lambda _: section, card, count=1)
+
+
+def card_load_id(card: str) -> str | None:
+    """The id the card's Loading examples use."""
+    m = re.search(r"<!-- loading: (.*?) -->", card)
+    return m.group(1) if m else None
 
 
 def yaml_header(files: dict) -> dict:
@@ -73,7 +108,8 @@ def render_card(version: str, files: dict, generation: str, stage3: str, facts: 
     n_sessions = sum(by_split[("default", s)]["rows"] for s in LAYOUT["default"][1])
     return Template(path.read_text(encoding="utf-8")).substitute(
         yaml_header=header, version=version, n_sessions=n_sessions, n_cells=by_split[("cells", "train")]["rows"],
-        config_table=table, generation=generation, stage3=stage3, facts=_facts_table(facts), paper=PAPER)
+        config_table=table, generation=generation, stage3=stage3, facts=_facts_table(facts), paper=PAPER,
+        loading=loading_section(None, version).rstrip("\n"))
 
 
 def read_card_header(text: str, where: str) -> dict:

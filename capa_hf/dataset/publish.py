@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
 from capa_hf.dataset.build import MANIFEST
@@ -44,6 +46,17 @@ def check_folder_version(folder: Path, version: str) -> None:
                         f"but --version is {version}; rebuild with `capa build --version {version}`")
 
 
+def stage_for_hub(folder: Path, staged: Path, repo_id: str, version: str) -> Path:
+    """A copy of `folder` whose card loads the data from `repo_id` at the version's tag (the
+    build's card shows the local folder): what the Hub page then shows."""
+    from capa_hf.dataset.card import with_loading
+
+    shutil.copytree(folder, staged)
+    card = staged / "README.md"
+    card.write_text(with_loading(card.read_text(encoding="utf-8"), repo_id, version), encoding="utf-8")
+    return staged
+
+
 def publish(folder: Path, repo_id: str, version: str, private: bool = False, api=None) -> str:
     """Returns the tag it created. `api` defaults to `huggingface_hub.HfApi()` (injectable for tests)."""
     if "/" not in repo_id:
@@ -59,8 +72,10 @@ def publish(folder: Path, repo_id: str, version: str, private: bool = False, api
     if last is not None and wanted <= last:
         raise CapaError(f"version {version} is not newer than the last tag v{'.'.join(map(str, last))} of {repo_id}")
     tag = "v" + ".".join(map(str, wanted))
-    commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type="dataset",
-                               commit_message=f"CAPA {tag}")
+    with tempfile.TemporaryDirectory(prefix="capa-publish-") as tmp:
+        staged = stage_for_hub(folder, Path(tmp) / folder.name, repo_id, ".".join(map(str, wanted)))
+        commit = api.upload_folder(repo_id=repo_id, folder_path=str(staged), repo_type="dataset",
+                                   commit_message=f"CAPA {tag}")
     api.create_tag(repo_id, tag=tag, revision=commit.oid, repo_type="dataset",
                    tag_message=f"CAPA dataset {tag}")
     print(f"published {folder} to {repo_id} at {commit.oid} and tagged {tag}")

@@ -1,10 +1,6 @@
 """Facts about a built dataset, from its session rows. Pure; used by the build (card, manifest)
 and by `capa validate` (which reads the rows back from parquet).
-
-The **oracle bound** is the FT-ES of an assistant that applies every convention the user stated
-in the cell's history and asks about nothing else: it solves a held-out session at turn 1 exactly
-when every hidden item is resolvable from history (the variant's reference is then determined,
-and it passes its tests by construction: `capa validate-content` checks that).
+The oracle bound is `capa_hf.oracle.oracle_bound` over the held-out rows.
 """
 
 from __future__ import annotations
@@ -14,6 +10,7 @@ from collections import Counter
 from typing import Iterable, Mapping
 
 from capa_hf.defaults import HISTORY_SIZE
+from capa_hf.oracle import fully_resolvable, oracle_bound
 
 
 def _dims_of_variant(variant_id: str) -> dict[str, str]:
@@ -21,10 +18,6 @@ def _dims_of_variant(variant_id: str) -> dict[str, str]:
     if key == "humaneval":
         return {}
     return dict(part.split("=", 1) for part in key.split("+"))
-
-
-def fully_resolvable(row: Mapping) -> bool:
-    return all(h["resolvable_from_history"] for h in row["hidden_items"])
 
 
 def trace_turns(row: Mapping) -> int:
@@ -57,7 +50,7 @@ def dataset_stats(sessions: Iterable, cells: Iterable = (), humaneval_values: Ma
         "heldout_items_by_kind": dict(sorted(kinds.items())),
         "heldout_items_resolvable_share": round(resolvable_items / max(len(items), 1), 4),
         "heldout_fully_resolvable": full,
-        "oracle_ft_es": round(full / max(len(held), 1), 4),
+        "oracle_ft_es": round(oracle_bound(held), 4),
         "heldout_with_task_items": sum(1 for r in held if any(h["kind"] == "task" for h in r["hidden_items"])),
         "history_turn_histogram": {str(k): v for k, v in sorted(hist_turns.items())},
         "history_turn1_share": round(hist_turns.get(1, 0) / max(len(hist), 1), 4),

@@ -1,7 +1,7 @@
 """`capa validate`: refuse a dataset folder whose files, card and contents disagree.
 
 It also prints what the dataset measures: held-out sessions by role and item kind, how many are
-fully resolvable from history, and the oracle bound (see capa_hf/dataset/stats.py).
+fully resolvable from history, and the oracle bound (capa_hf/oracle.py).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from capa_hf.defaults import EVAL_MAX_TOKENS, MAX_TURNS, STOP_AFTER_FENCE
+from capa_hf.defaults import EVAL_MAX_TOKENS, GREEDY, JUDGE, MAX_TURNS, SPLIT, STOP_AFTER_FENCE, USER
 from capa_hf.evaluation.conditions import HISTORY_STOPS
 
 
@@ -18,20 +18,20 @@ class EvalConfig:
     condition: str
     dataset: str | None = None
     revision: str | None = None
-    split: str = "heldout"
+    split: str = SPLIT
     cells: tuple[str, ...] | None = None
     limit: int | None = None
     seed: int = 0
     samples: int = 1
     max_turns: int = MAX_TURNS
     max_tokens: int = EVAL_MAX_TOKENS
-    temperature: float = 0.0
+    temperature: float = GREEDY
     top_p: float | None = None
     top_k: int | None = None
     min_p: float | None = None
-    user: str = "scripted"                  # or llm:<engine spec>
+    user: str = USER                        # or llm:<engine spec>
     user_engine_args: dict = field(default_factory=dict)
-    judge: str = "sandbox"
+    judge: str = JUDGE
     veto: str | None = None                 # llm:<engine spec>: an LLM may veto a pass, never grant one
     veto_engine_args: dict = field(default_factory=dict)
     condition_args: dict = field(default_factory=dict)   # e.g. gate_model, memory_llm

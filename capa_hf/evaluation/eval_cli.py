@@ -5,17 +5,21 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from capa_hf.defaults import EVAL_MAX_TOKENS, MAX_TURNS
+from capa_hf.defaults import CONDITION, EVAL_MAX_TOKENS, GREEDY, JUDGE, MAX_TURNS, SPLIT, USER
 from capa_hf.errors import CapaError
 
 
 def add_eval_arguments(e) -> None:
-    e.add_argument("--model", default=None, help="runners engine spec, e.g. llamacpp, vllm:Qwen/Qwen3-8B "
-                                                 "(or given by --preset)")
+    e.add_argument("--model", "--engine", dest="model", default=None,
+                   help="runners engine spec, e.g. llamacpp, vllm:Qwen/Qwen3-8B, or reference:asker (no model); "
+                        "or given by --preset (capa list engines)")
     e.add_argument("--preset", default=None, help="a model preset (capa_hf/data/presets.yaml), e.g. qwen3-8b-think")
     e.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="engine option, repeatable; typed: int, float, bool, JSON (e.g. tensor_parallel_size=4)")
-    e.add_argument("--condition", default="none", help="none | same-user | shuffled | conflicting | gate | mem0 | amem")
+    from capa_hf.evaluation.conditions import known_conditions
+    from capa_hf.simulator.protocols import known_judges
+
+    e.add_argument("--condition", default=CONDITION, help=f"one of {' | '.join(known_conditions())} (default {CONDITION})")
     e.add_argument("--gate-model", default=None, metavar="SPEC",
                    help="gate condition: the gate's engine spec (default: the model under test)")
     e.add_argument("--memory-llm", default=None, metavar="SPEC",
@@ -25,7 +29,7 @@ def add_eval_arguments(e) -> None:
                    help="condition option, repeatable, typed like --engine-arg (e.g. memory_scope=session)")
     e.add_argument("--dataset", default=None, help="dataset folder or Hub id (default: the committed dist/capa)")
     e.add_argument("--revision", default=None, help="Hub revision or tag of --dataset, e.g. v0.2.0")
-    e.add_argument("--split", default="heldout", help="heldout (default) or history")
+    e.add_argument("--split", default=SPLIT, help=f"{SPLIT} (default) or history")
     e.add_argument("--cells", nargs="*", default=None, help="cell ids, e.g. C01 C07")
     e.add_argument("--limit", type=int, default=None, help="at most this many sessions")
     e.add_argument("--seed", type=int, default=0)
@@ -38,16 +42,21 @@ def add_eval_arguments(e) -> None:
     e.add_argument("--min-p", type=float, default=None)
     e.add_argument("--max-errors", type=int, default=None,
                    help="abort after this many sessions the engine cannot finish (default 5%% of the sessions)")
-    e.add_argument("--user", default="scripted", help="simulated user: scripted, or llm:<engine spec> "
+    e.add_argument("--user", default=USER, help="simulated user: scripted, or llm:<engine spec> "
                                                       "(the paper's planner + expression agent)")
     e.add_argument("--user-engine-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="option of the LLM user's engine, repeatable, typed like --engine-arg")
+    e.add_argument("--judge", default=JUDGE, help=f"the judge of every submission: one of {', '.join(known_judges())} "
+                                                  f"(default {JUDGE})")
     e.add_argument("--veto", default=None, help="llm:<engine spec>: after a pass, an LLM compares the code with the "
                                                 "reference and may veto the pass (never grant one)")
     e.add_argument("--veto-engine-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="option of the veto's engine, repeatable, typed like --engine-arg")
     e.add_argument("--difficulty", default=None, metavar="FILE",
                    help="difficulty labels (capa label-difficulty): recorded in config.json, grouped in the summary")
+    e.add_argument("--rescore", default=None, metavar="RUN",
+                   help="re-extract and re-judge the recorded replies of the finished run RUN with the current "
+                        "rule and sandbox, without calling any model; writes the run --out")
     e.add_argument("--out", required=True)
     e.add_argument("--no-progress", action="store_true")
 
@@ -81,9 +90,10 @@ def config_from_args(args):
                       split=args.split, cells=tuple(args.cells) if args.cells else None, limit=args.limit,
                       seed=args.seed, samples=args.samples, max_turns=args.max_turns,
                       max_tokens=resolved.max_tokens or EVAL_MAX_TOKENS,
-                      temperature=s.get("temperature", 0.0) if s.get("temperature") is not None else 0.0,
+                      temperature=s["temperature"] if s.get("temperature") is not None else GREEDY,
                       top_p=s.get("top_p"), top_k=s.get("top_k"), min_p=s.get("min_p"), user=args.user,
-                      user_engine_args=parsed["user_engine_arg"], veto=getattr(args, "veto", None),
+                      user_engine_args=parsed["user_engine_arg"], judge=getattr(args, "judge", JUDGE),
+                      veto=getattr(args, "veto", None),
                       veto_engine_args=parsed["veto_engine_arg"], engine_args=dict(resolved.engine),
                       preset=resolved.preset, max_errors=args.max_errors)
 
@@ -107,10 +117,14 @@ def eval_cli(args) -> int:
     from capa_hf.evaluation.run import run_eval
     from capa_hf.evaluation.summary_md import summary_markdown
 
+    if getattr(args, "rescore", None):
+        from capa_hf.evaluation.rescore import rescore_cli
+
+        return rescore_cli(args)
     config = config_from_args(args)
     labels = None
     if getattr(args, "difficulty", None):
-        from capa_hf.analysis.difficulty import read_labels
+        from capa_hf.evaluation.difficulty_labels import read_labels
 
         labels = read_labels(args.difficulty)
     summary = run_eval(config, Path(args.out), progress=not args.no_progress, difficulty=labels)

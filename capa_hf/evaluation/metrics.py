@@ -131,12 +131,12 @@ def summarize(records: Sequence[dict], max_turns: int = MAX_TURNS, n_boot: int =
 
     out = {
         "overall": block(records),
-        "per_persona": by(lambda r: [r["persona_id"]]),
+        "per_persona": by(lambda r: [r["persona_id"]] if r.get("persona_id") else []),
         "per_mechanism": by(lambda r: r["mechanisms"]),
         "per_role": by(lambda r: [r["role"]] if r.get("role") else []),
-        "per_item_kind": by(lambda r: [item_kind_label(r)]),
+        "per_item_kind": by(lambda r: [item_kind_label(r)] if r.get("item_kinds") else []),
         "per_resolvable": by(lambda r: ["fully resolvable from history" if r.get("fully_resolvable")
-                                        else "not fully resolvable"] if "fully_resolvable" in r else []),
+                                        else "not fully resolvable"] if r.get("fully_resolvable") is not None else []),
         "per_difficulty": by(lambda r: [r["difficulty"]] if r.get("difficulty") else []),
     }
     trials = trial_block(records, max_turns)

@@ -6,30 +6,51 @@ outage): it is kept for the record, never scored, and a rerun of the same comman
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Iterable
 
 from capa_hf.errors import CapaError
 
 RESULTS = "sessions.jsonl"
+CONTEXTS = "contexts.jsonl"     # what the model was shown before the request, once per distinct text
 
 
 def record_key(rec: dict) -> str:
     return f"{rec['session_id']}#{rec.get('trial', 0)}"
 
 
-def read_records(path: Path) -> dict[str, dict]:
-    """The latest line per (session, trial) of an earlier run. A torn last line is dropped."""
-    done = {}
+def json_lines(path: Path) -> list[dict]:
+    """The parsed lines of a JSONL file (none when it does not exist); a torn line is skipped."""
+    rows = []
     if path.is_file():
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
-                rec = json.loads(line)
+                rows.append(json.loads(line))
             except json.JSONDecodeError:
                 continue
-            done[record_key(rec)] = rec
-    return done
+    return rows
+
+
+def read_records(path: Path) -> dict[str, dict]:
+    """The latest line per (session, trial) of an earlier run. A torn last line is dropped."""
+    return {record_key(rec): rec for rec in json_lines(path)}
+
+
+def read_config(path: Path) -> dict:
+    """A run folder's config.json; a missing, unreadable or run-less one is refused, naming it."""
+    cfg_path = path / "config.json"
+    if not cfg_path.is_file():
+        raise CapaError(f"{path}: not a run folder (no config.json); expected the --out of `capa eval`")
+    try:
+        config = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise CapaError(f"{cfg_path}: unreadable ({exc})") from None
+    if not isinstance(config.get("run"), dict):
+        raise CapaError(f"{cfg_path}: has no 'run' block; expected the config.json that `capa eval` writes")
+    return config
 
 
 def complete(records: dict[str, dict]) -> dict[str, dict]:
@@ -42,6 +63,39 @@ def rewrite(path: Path, records: dict[str, dict]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
+
+
+def context_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def read_contexts(path: Path) -> dict[str, str]:
+    """{sha256: text} of a run's contexts.jsonl (empty for a run made before it existed). A torn
+    last line is skipped: the run writes that context again."""
+    return {row["sha256"]: row["text"] for row in json_lines(path)}
+
+
+def store_contexts(out: Path, texts: Iterable[str]) -> dict[str, str]:
+    """Append each distinct text not yet in `out`/contexts.jsonl; {text: sha256} for all of them.
+    A session record names its context by digest, so 5 sessions of one cell under `same-user`
+    share one stored copy."""
+    path = out / CONTEXTS
+    known = read_contexts(path)
+    digests = {}
+    new = []
+    for text in texts:
+        if text in digests:
+            continue
+        digests[text] = d = context_digest(text)
+        if d not in known:
+            known[d] = text
+            new.append(json.dumps({"sha256": d, "text": text}, ensure_ascii=False) + "\n")
+    if new:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.writelines(new)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return digests
 
 
 def outcome_record(base: dict, outcome, trial: int) -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from runners.driver import run_episodes
+from runners.engine import engine_label
 
 from capa_hf.errors import CapaError
 
@@ -26,4 +27,4 @@ def run_jobs(jobs: Iterable[tuple[str, Callable[[], Any]]], engine: Any, role: s
 
 def spec_name(engine: Any, spec: str | None = None) -> str:
     """How an engine is recorded in `generator` fields and the card: its spec, else name:model."""
-    return spec or f"{getattr(engine, 'name', '?')}:{getattr(engine, 'model', '?')}"
+    return spec or engine_label(engine)

@@ -18,14 +18,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runners.driver import run_episodes
+from runners.engine import engine_label
 from runners.types import Sampling
 
 from capa_hf.content import Content, load_assistant_lines, load_content, load_stage1_phrases, load_user_lines
-from capa_hf.defaults import MAX_ATTEMPTS, STAGE2_MAX_TOKENS
+from capa_hf.defaults import GREEDY, MAX_ATTEMPTS, STAGE2_MAX_TOKENS, USER
 from capa_hf.design import default_design
 from capa_hf.errors import CapaError
-from capa_hf.generation.stage1_plan import CellMemory, SessionPlan, plan_session, remember, session_id
 from capa_hf.generation.stage1_llm import FALLBACK, check_llm_request, realizer_of
+from capa_hf.generation.stage1_plan import CellMemory, SessionPlan, plan_session, remember, session_id
 from capa_hf.generation.stage1_realize import Realization, Realizer, RequestContext, TemplateRealizer
 from capa_hf.generation.stage2_dialogue import ReferenceAssistant, reference_script
 from capa_hf.generation.stage3_checks import (CHECKS, check_leaks, check_mechanisms, check_repeats,
@@ -34,10 +35,10 @@ from capa_hf.generation.stage3_llm import TraceToCheck, as_check, cell_config
 from capa_hf.humaneval import load_tasks
 from capa_hf.prompts import prompt_text
 from capa_hf.schema import Cell, GeneratorInfo, Session, Turn
+from capa_hf.simulator.brief import UserBrief
 from capa_hf.simulator.cast import cast_episode
 from capa_hf.simulator.judges import SandboxJudge
 from capa_hf.simulator.problem import Problem
-from capa_hf.simulator.users import UserBrief
 from capa_hf.variants.catalog import VariantCatalog
 from capa_hf.version import PIPELINE_VERSION
 
@@ -173,7 +174,7 @@ def stage2(drafts: list[Draft], world: World, judge: SandboxJudge, seed: int, en
         reference.add(d.realization.initial_request, reference_script(
             d.plan, d.realization, variant, d.problem.reference, source, world.content.dimensions,
             world.assistant_lines, seed))
-    sampling = Sampling(temperature=0.0, max_tokens=STAGE2_MAX_TOKENS, seed=0)
+    sampling = Sampling(temperature=GREEDY, max_tokens=STAGE2_MAX_TOKENS, seed=0)
 
     def play(assistant, subset, tag):
         episodes = [(d.session_id, cast_episode(brief_for(d, world), d.problem, d.realization.initial_request,
@@ -229,7 +230,7 @@ def to_session(d: Draft, result: dict, seed: int, assistant_name: str, realizer:
         resolved=bool(result["solved"]), assistant_turns=result["assistant_turns"],
         generator=GeneratorInfo(pipeline_version=PIPELINE_VERSION, realizer=realizer_of(d.realization, realizer),
                                 assistant="reference" if result.get("fallback") else assistant_name,
-                                user="scripted", seed=seed, attempt=d.attempt,
+                                user=USER, seed=seed, attempt=d.attempt,
                                 fallback=bool(result.get("fallback"))),
     )
 
@@ -250,7 +251,7 @@ def generate(seed: int = 0, realizer: Realizer | None = None, engine: Any = None
     traces: dict[str, dict] = {}
     by_id = {session_id(c, p): c for c in cells for p in range(1, len(c.task_ids) + 1)}
     pending = list(by_id)
-    assistant_name = "reference" if engine is None else f"{getattr(engine, 'name', '?')}:{getattr(engine, 'model', '?')}"
+    assistant_name = "reference" if engine is None else engine_label(engine)
     stuck: list[str] = []
     with SandboxJudge() as judge:
         for attempt in range(MAX_ATTEMPTS):

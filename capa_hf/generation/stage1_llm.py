@@ -9,7 +9,7 @@ puts in its place, which it must keep word for word (so each item's `obscured_as
 
 Every Stage 3 check applies to the result (pipeline.py), plus `llm_request`: the body is
 non-empty, holds no code, stays within MAX_WORDS and keeps every obscured phrase. A failing
-session is regenerated with the next attempt's seed (sampled at RETRY_TEMPERATURE after the
+session is regenerated with the next attempt's seed (sampled at REALIZER_RETRY_TEMPERATURE after the
 first). On the last attempt the template's request is used instead, recorded in `generator`
 as the realizer "template (llm fallback)" and counted in the build output and the card.
 All drafts of one attempt go to the engine as one batch (through the build's completion cache).
@@ -24,17 +24,15 @@ from typing import Any, Sequence
 from runners.driver import Call
 from runners.types import Sampling, derive_seed
 
-from capa_hf.defaults import MAX_ATTEMPTS
+from capa_hf.defaults import GREEDY, MAX_ATTEMPTS, REALIZER_MAX_TOKENS, REALIZER_RETRY_TEMPERATURE
 from capa_hf.generation.llm_calls import run_jobs, spec_name
 from capa_hf.generation.stage1_realize import Realization, RequestContext, TemplateRealizer, sentence
 from capa_hf.generation.stage3_checks import CheckResult, norm
+from capa_hf.llm_json import check_result
 from capa_hf.prompts import fill, prompt_text
-from capa_hf.simulator.llm_json import check_result
-from capa_hf.simulator.llm_planner import clean_message, persona_profile
+from capa_hf.simulator.expression import clean_message, persona_profile
 
 MAX_WORDS = 160
-MAX_TOKENS = 320
-RETRY_TEMPERATURE = 0.7
 FALLBACK = "template (llm fallback)"
 ROLE = "realizer"
 
@@ -91,7 +89,7 @@ def _job(call: Call, what: str):
 
 class LLMRealizer:
     def __init__(self, engine: Any, spec: str | None = None, cache=None, template: TemplateRealizer | None = None,
-                 max_tokens: int = MAX_TOKENS, fallback: bool = True, progress: bool = False) -> None:
+                 max_tokens: int = REALIZER_MAX_TOKENS, fallback: bool = True, progress: bool = False) -> None:
         self.engine = engine
         self.spec = spec_name(engine, spec)
         self.cache = cache
@@ -105,7 +103,7 @@ class LLMRealizer:
         return f"llm:{self.spec}"
 
     def sampling(self, ctx: RequestContext) -> Sampling:
-        return Sampling(temperature=0.0 if ctx.attempt == 0 else RETRY_TEMPERATURE, max_tokens=self.max_tokens,
+        return Sampling(temperature=GREEDY if ctx.attempt == 0 else REALIZER_RETRY_TEMPERATURE, max_tokens=self.max_tokens,
                         seed=derive_seed(ctx.seed, ctx.session_id, ctx.attempt, ROLE))
 
     def realize(self, ctx: RequestContext) -> Realization:

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from capa_hf.defaults import APPLY_WITHOUT_ASKING, GUESS_FIRST_SHARE, HISTORY_SIZE
-from capa_hf.generation.seeding import rng_for
 from capa_hf.schema import Cell, Keypoint, Mechanism, TaskContent
 from capa_hf.schema.convention import VariantSource
+from capa_hf.seeding import rng_for
 
 EXTRA_TASK_ITEM = 0.35      # chance a mechanism that hides a convention also hides a task item
 HIDE_UNSHOWN = 0.5          # chance a mixed held-out session hides a convention the history never showed

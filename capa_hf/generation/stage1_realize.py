@@ -19,11 +19,11 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from capa_hf.generation.seeding import pick, pick_index, rng_for
 from capa_hf.generation.stage1_lexicon import Mapping, fix_articles, mapping_for, wants_an
 from capa_hf.generation.stage1_plan import PlannedItem, SessionPlan
 from capa_hf.schema import Cell, HiddenItem, Lexicon, Persona, TaskContent
 from capa_hf.schema.convention import Dimension, VariantSource
+from capa_hf.seeding import pick, pick_index, rng_for
 
 STYLE_SUBSET = 3          # phrasings a user keeps per (mechanism, category or dimension)
 LIST_LAYOUT = 0.25

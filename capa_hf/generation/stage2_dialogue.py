@@ -22,10 +22,10 @@ from typing import Mapping
 
 from runners.types import ChatRequest, ChatResult
 
-from capa_hf.generation.seeding import pick
 from capa_hf.generation.stage1_plan import SessionPlan
 from capa_hf.generation.stage1_realize import Realization
 from capa_hf.schema.convention import Dimension, VariantSource
+from capa_hf.seeding import pick
 from capa_hf.variants.combos import Variant
 
 

@@ -23,15 +23,15 @@ from typing import Any, Mapping, Sequence
 from runners.driver import Call
 from runners.types import Sampling, derive_seed
 
+from capa_hf.defaults import CONSISTENCY_MAX_TOKENS, GREEDY
 from capa_hf.generation.llm_calls import run_jobs, spec_name
 from capa_hf.generation.stage3_checks import CheckResult
+from capa_hf.llm_json import ask_json, reason_of, strict_bool
 from capa_hf.prompts import fill, prompt_text
 from capa_hf.schema import Cell, Mechanism, Persona
-from capa_hf.simulator.llm_json import ask_json, reason_of, strict_bool
-from capa_hf.simulator.llm_planner import persona_profile
+from capa_hf.simulator.expression import persona_profile
 
 ROLE = "consistency"
-MAX_TOKENS = 200
 MAX_TURN_CHARS = 700
 _CODE = re.compile(r"```.*?(```|$)", re.S)
 
@@ -76,7 +76,7 @@ def consistency_messages(item: TraceToCheck, previous: TraceToCheck | None) -> l
 
 class LLMConsistency:
     def __init__(self, engine: Any, spec: str | None = None, cache=None, seed: int = 0,
-                 max_tokens: int = MAX_TOKENS, progress: bool = False) -> None:
+                 max_tokens: int = CONSISTENCY_MAX_TOKENS, progress: bool = False) -> None:
         self.engine = engine
         self.spec = spec_name(engine, spec)
         self.cache = cache
@@ -90,7 +90,7 @@ class LLMConsistency:
 
     def _job(self, item: TraceToCheck, previous: TraceToCheck | None, attempt: int):
         call = Call(ROLE, consistency_messages(item, previous),
-                    Sampling(temperature=0.0, max_tokens=self.max_tokens,
+                    Sampling(temperature=GREEDY, max_tokens=self.max_tokens,
                              seed=derive_seed(self.seed, item.session_id, attempt, ROLE)))
 
         def job():

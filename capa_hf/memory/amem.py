@@ -49,13 +49,12 @@ import numpy as np
 from runners.driver import Call
 from runners.types import Sampling, derive_seed
 
+from capa_hf.defaults import AMEM_MAX_TOKENS, AMEM_TEMPERATURE
 from capa_hf.errors import CapaError
 from capa_hf.prompts import fill, prompt_text
 
 K = 5
 EVO_THRESHOLD = 100
-TEMPERATURE = 0.7
-MAX_TOKENS = 1000
 ROLE = "memory"
 JSON_BODY = {"response_format": {"type": "json_object"}}
 
@@ -197,11 +196,11 @@ def _messages(user: str) -> list[dict]:
 
 
 def _sampling(seed: int, *parts: Any) -> Sampling:
-    return Sampling(temperature=TEMPERATURE, max_tokens=MAX_TOKENS, seed=derive_seed(seed, "amem", *parts))
+    return Sampling(temperature=AMEM_TEMPERATURE, max_tokens=AMEM_MAX_TOKENS, seed=derive_seed(seed, "amem", *parts))
 
 
 def _first_object(text: str) -> dict | None:
-    from capa_hf.simulator.llm_json import first_json_object
+    from capa_hf.llm_json import first_json_object
 
     value, _ = first_json_object(text)
     return value if isinstance(value, dict) else None

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from capa_hf.defaults import ENDPOINT_PROBE_TIMEOUT_S
 from capa_hf.errors import CapaError
 from capa_hf.memory import SERVER_EXTRA_HINT
 
@@ -40,7 +41,7 @@ class Endpoint:
         return {"spec": self.spec, "model": self.model, "base_url": self.base_url, "served_by_capa": self.served}
 
 
-def _models(base_url: str, timeout_s: float = 10.0) -> list[str]:
+def _models(base_url: str, timeout_s: float = ENDPOINT_PROBE_TIMEOUT_S) -> list[str]:
     import httpx
 
     url = base_url.rstrip("/") + "/models"

@@ -54,7 +54,7 @@ def import_mem0(mem0_dir: Path | None):
 
 def classify_extraction(raw: str | None) -> str:
     """'ok', 'empty' (parsed, no memories) or 'failed' (mem0 would get nothing out of it)."""
-    from capa_hf.simulator.llm_json import first_json_object
+    from capa_hf.llm_json import first_json_object
 
     if raw is None:
         return "failed"

@@ -19,8 +19,8 @@ ROLE_DOC = {
 
 
 class Cell(Record):
-    cell_id: str = Field(pattern=r"^C\d{2}$")
-    persona_id: str
+    cell_id: str = Field(pattern=r"^C\d{2}$", description="C01..C60.")
+    persona_id: str = Field(description="The cell's persona (P01..P10).")
     mechanisms: tuple[str, str] = Field(description="The unordered mechanism pair, sorted.")
     task_ids: tuple[str, ...] = Field(description="Positions 1-5 are history, 6-10 held-out.")
     patterns: dict[str, str] = Field(

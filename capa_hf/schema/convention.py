@@ -19,7 +19,7 @@ Operation = Literal["lexicon", "vague", "habitual", "operator", "deixis", "remov
 
 
 class DimensionValue(Record):
-    id: str = Field(pattern=r"^[a-z_]+$")
+    id: str = Field(pattern=r"^[a-z_]+$", description="The value's id, e.g. 'tuple' or 'descending'.")
     habit: tuple[str, ...] = Field(min_length=1, description="The value as the user's standing habit.")
     state: tuple[str, ...] = Field(min_length=1, description="The value stated plainly in a request.")
     applied: tuple[str, ...] = Field(
@@ -33,14 +33,15 @@ class DimensionValue(Record):
 
 
 class Dimension(Record):
-    id: str = Field(pattern=r"^[a-z_]+$")
-    name: str = Field(min_length=1)
+    id: str = Field(pattern=r"^[a-z_]+$", description="The dimension's id, e.g. 'container'.")
+    name: str = Field(min_length=1, description="Its name in plain words.")
     constant: str = Field(pattern=r"^[A-Z][A-Z_]*$", description="Name a parametrized reference reads.")
-    summary: str = Field(min_length=1)
+    summary: str = Field(min_length=1, description="What the choice is about, in one line.")
     questions: tuple[str, ...] = Field(min_length=2, description="How an assistant asks about it.")
     vague: dict[Operation, tuple[str, ...]] = Field(
         description="Value-neutral obscured phrasings per Stage 1 operation ('remove' is silence).")
-    values: tuple[DimensionValue, ...] = Field(min_length=2, max_length=3)
+    values: tuple[DimensionValue, ...] = Field(min_length=2, max_length=3,
+                                               description="The values a user may hold, HumanEval's marked.")
 
     @field_validator("questions")
     @classmethod
@@ -69,14 +70,15 @@ class Dimension(Record):
 
 
 class TaskNouns(Record):
-    result: str = Field(default="the result", min_length=1)
-    input: str = Field(default="the input", min_length=1)
+    result: str = Field(default="the result", min_length=1,
+                        description="How the task's phrases name what the function returns.")
+    input: str = Field(default="the input", min_length=1, description="How they name its input.")
 
 
 class VariantSource(Record):
     """Everything curated for one task beyond its keypoints (capa_hf/data/variants/<task>.yaml)."""
 
-    task_id: str = Field(pattern=r"^HumanEval/\d+$")
+    task_id: str = Field(pattern=r"^HumanEval/\d+$", description="The HumanEval task these variants are of.")
     nouns: TaskNouns = Field(default_factory=TaskNouns, description="Nouns the phrase templates fill in.")
     float_tolerance: float | None = Field(
         default=None, gt=0, description="Absolute tolerance for float results, as HumanEval's own test "

@@ -34,9 +34,9 @@ class Keypoint(Record):
 class TaskContent(Record):
     """Curated content for one task: its gist and its keypoints, in priority order."""
 
-    task_id: str = Field(pattern=r"^HumanEval/\d+$")
+    task_id: str = Field(pattern=r"^HumanEval/\d+$", description="The HumanEval task.")
     gist: str = Field(min_length=1, description="One line on what the function is for.")
-    keypoints: tuple[Keypoint, ...] = Field(min_length=2, max_length=8)
+    keypoints: tuple[Keypoint, ...] = Field(min_length=2, max_length=8, description="The required information C_req.")
 
     @field_validator("keypoints")
     @classmethod
@@ -50,12 +50,12 @@ class TaskContent(Record):
 class Task(Record):
     """A HumanEval task with its executable ground truth and (when loaded) its curated content."""
 
-    task_id: str
-    prompt: str
-    entry_point: str
-    canonical_solution: str
-    test: str
-    content: TaskContent | None = None
+    task_id: str = Field(description="HumanEval/<n>.")
+    prompt: str = Field(description="HumanEval's prompt: signature and docstring.")
+    entry_point: str = Field(description="The function the tests call.")
+    canonical_solution: str = Field(description="HumanEval's reference body.")
+    test: str = Field(description="HumanEval's check(candidate).")
+    content: TaskContent | None = Field(None, description="The curated keypoints, when loaded.")
 
     @property
     def index(self) -> int:

@@ -29,12 +29,13 @@ class ResolutionPattern(Record):
 class Mechanism(Record):
     """An ambiguity mechanism: a recurring user-side cause of underspecified intent."""
 
-    id: str = Field(pattern=r"^[a-z_]+$")
-    name: str
-    abbrev: str = Field(min_length=2, max_length=4)
+    id: str = Field(pattern=r"^[a-z_]+$", description="The mechanism's id, e.g. 'habitual_omission'.")
+    name: str = Field(description="Its name.")
+    abbrev: str = Field(min_length=2, max_length=4, description="A short label for tables.")
     cause: str = Field(min_length=1, description="Why users of this kind leave information out.")
     information_control: str = Field(min_length=1, description="What Stage 1 removes or obscures.")
     operation: Operation = Field(description="How Stage 1 rewrites the keypoints it acts on.")
     max_items: int = Field(ge=1, le=4, description="Most keypoints this mechanism hides per session.")
     resolution: str = Field(min_length=1, description="How the ambiguity is resolved in dialogue.")
-    patterns: tuple[ResolutionPattern, ...] = Field(min_length=1)
+    patterns: tuple[ResolutionPattern, ...] = Field(
+        min_length=1, description="How users of this kind resolve it, as recurring patterns.")

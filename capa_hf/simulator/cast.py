@@ -12,15 +12,15 @@ from typing import Any, Callable, Mapping
 
 from runners.types import Sampling
 
-from capa_hf.defaults import MAX_TURNS
+from capa_hf.defaults import MAX_TURNS, USER
+from capa_hf.simulator.brief import UserBrief
 from capa_hf.simulator.episode import EpisodeSetup, session_episode
 from capa_hf.simulator.problem import Problem
 from capa_hf.simulator.protocols import Judge, user_factory
-from capa_hf.simulator.users import UserBrief
 
 
 def cast_episode(brief: UserBrief, problem: Problem, initial_request: str, system_prompt: str, judge: Judge, *,
-                 sampling: Sampling, user: str = "scripted", user_options: Mapping[str, Any] | None = None,
+                 sampling: Sampling, user: str = USER, user_options: Mapping[str, Any] | None = None,
                  max_turns: int = MAX_TURNS, trial: int = 0, affinity: str | None = None,
                  assistant_role: str = "assistant") -> Callable[[], Any]:
     """An episode factory for the driver. The user is built afresh each time the factory runs."""

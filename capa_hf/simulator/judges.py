@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from capa_hf.defaults import SANDBOX_MEMORY_MB, SANDBOX_TIMEOUT_S
+from capa_hf.defaults import SANDBOX_LIMITS
 from capa_hf.simulator.extraction import Submission
 from capa_hf.simulator.problem import Problem
 from capa_hf.simulator.protocols import register_judge
@@ -35,8 +35,8 @@ def with_failing_value(verdict) -> dict:
 
 @dataclass
 class SandboxJudge:
-    timeout_s: float = SANDBOX_TIMEOUT_S
-    memory_mb: int = SANDBOX_MEMORY_MB
+    timeout_s: float = SANDBOX_LIMITS.timeout_s
+    memory_mb: int = SANDBOX_LIMITS.memory_mb
     workers: int | None = None
     name: str = "sandbox"
     _pool: object | None = field(default=None, repr=False)
@@ -52,9 +52,11 @@ class SandboxJudge:
     def run(self, submission: Submission, problem: Problem) -> dict:
         # The task's prompt is the trusted prelude: tests such as HumanEval/32 (`poly`) and /38
         # (`encode_cyclic`) call helpers that the prompt defines and the user never mentions.
-        verdict = self.pool.check(submission.code, problem.test, submission.candidate,
+        # The submission's chosen function is only the tests' `candidate`: a reply whose root
+        # function is named `poly` never replaces the prelude's `poly`.
+        verdict = self.pool.check(submission.code, problem.test, problem.entry_point,
                                   timeout_s=self.timeout_s, memory_mb=self.memory_mb, prelude=problem.prelude,
-                                  record_calls=True)
+                                  candidate=submission.candidate, record_calls=True)
         return with_failing_value(verdict)
 
     def judge(self, submission: Submission, problem: Problem):

@@ -22,18 +22,17 @@ from typing import Any, Generator, Iterable
 from runners.driver import Call
 from runners.types import Sampling, derive_seed
 
+from capa_hf.defaults import EXPRESSION_MAX_TOKENS, GREEDY, PLANNER_MAX_TOKENS
+from capa_hf.llm_json import ask_json, check_result
 from capa_hf.prompts import fill
+from capa_hf.simulator.brief import UserBrief
+from capa_hf.simulator.expression import clean_message, convey_text, expression_messages, instruction_texts
 from capa_hf.simulator.fidelity import MAX_WORDS, Check, echo_grams, failed, message_checks
-from capa_hf.simulator.llm_json import ask_json, check_result
-from capa_hf.simulator.llm_planner import (allowed_focus, clean_message, convey_text, expression_messages,
-                                           focus_of, instruction_texts, plan_of, planner_messages, validate_plan)
+from capa_hf.simulator.llm_planner import allowed_focus, focus_of, plan_of, planner_messages, validate_plan
 from capa_hf.simulator.planner import Plan
 from capa_hf.simulator.protocols import register_user
-from capa_hf.simulator.users import UserBrief, scripted_user
+from capa_hf.simulator.users import scripted_user
 from capa_hf.simulator.verdicts import failing_line
-
-PLANNER_MAX_TOKENS = 200
-EXPRESSION_MAX_TOKENS = 160
 
 
 @dataclass
@@ -41,7 +40,7 @@ class LLMUser:
     brief: UserBrief
     role: str = "user"
     seed: int | None = 0
-    temperature: float = 0.0
+    temperature: float = GREEDY
     planner_max_tokens: int = PLANNER_MAX_TOKENS
     expression_max_tokens: int = EXPRESSION_MAX_TOKENS
     max_words: int = MAX_WORDS
@@ -154,3 +153,9 @@ def fallback_counts(records: Iterable[dict]) -> dict:
             "planner_fallbacks_per_100_turns": per100(planner),
             "expression_fallbacks_per_100_turns": per100(expression),
             "failed_checks": dict(sorted(failed_checks.items()))}
+
+
+# What the run reads of this user (evaluation/run.py): the driver role of its own engine, built from
+# the spec after `llm:`, and the counts it adds to summary.json.
+make_llm_user.engine_role = "user"
+make_llm_user.summary_counts = lambda records: {"llm_user": fallback_counts(records)}

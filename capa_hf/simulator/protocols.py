@@ -8,14 +8,15 @@ the scripted user yields nothing. A **judge** decides a submission against the s
     @register_user("mine")
     def make_mine(session_data, **options) -> SimulatedUser: ...
 
-Unknown names are refused with the known ones.
+Unknown names are refused with the known ones; a plug-in package adds a part through an entry
+point (groups `capa.users`, `capa.judges`; see `capa_hf/registry.py`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Generator, Protocol, runtime_checkable
 
-from capa_hf.errors import CapaError
+from capa_hf.registry import Registry
 from capa_hf.simulator.extraction import Submission
 from capa_hf.simulator.problem import Problem
 
@@ -42,53 +43,15 @@ class Judge(Protocol):
     def close(self) -> None: ...
 
 
-_USERS: dict[str, Callable[..., SimulatedUser]] = {}
-_JUDGES: dict[str, Callable[..., Judge]] = {}
+USERS: Registry[Callable[..., SimulatedUser]] = Registry(
+    "simulated user", "capa.users",
+    builtins=("capa_hf.simulator.users", "capa_hf.simulator.llm_user", "capa_hf.simulator.debugger_user"),
+    hint="an LLM user is written llm:<engine spec>")
+JUDGES: Registry[Callable[..., Judge]] = Registry("judge", "capa.judges", builtins=("capa_hf.simulator.judges",))
 
-
-def register_user(name: str):
-    def deco(factory):
-        _USERS[name] = factory
-        return factory
-    return deco
-
-
-def register_judge(name: str):
-    def deco(factory):
-        _JUDGES[name] = factory
-        return factory
-    return deco
-
-
-def known_users() -> list[str]:
-    _builtins()
-    return sorted(_USERS)
-
-
-def known_judges() -> list[str]:
-    _builtins()
-    return sorted(_JUDGES)
-
-
-def _builtins() -> None:
-    """The shipped users and judges register when their modules load."""
-    import capa_hf.simulator.judges  # noqa: F401
-    import capa_hf.simulator.llm_user  # noqa: F401
-    import capa_hf.simulator.users  # noqa: F401
-
-
-def user_factory(name: str) -> Callable[..., SimulatedUser]:
-    _builtins()
-    kind = name.split(":", 1)[0]
-    if kind not in _USERS:
-        raise CapaError(f"unknown simulated user {name!r}; expected one of {', '.join(known_users())} "
-                        "(an LLM user is written llm:<engine spec>)")
-    return _USERS[kind]
-
-
-def judge_factory(name: str) -> Callable[..., Judge]:
-    _builtins()
-    kind = name.split(":", 1)[0]
-    if kind not in _JUDGES:
-        raise CapaError(f"unknown judge {name!r}; expected one of {', '.join(known_judges())}")
-    return _JUDGES[kind]
+register_user = USERS.register
+register_judge = JUDGES.register
+known_users = USERS.names
+known_judges = JUDGES.names
+user_factory = USERS.get      # "llm:vllm:Qwen/Qwen3-8B" -> the factory registered as "llm"
+judge_factory = JUDGES.get

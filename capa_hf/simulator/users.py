@@ -10,49 +10,12 @@ ties (which hidden items each failing test line tells apart) decide what is reve
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping
-
-from capa_hf.schema import HiddenItem, Keypoint, Persona
-from capa_hf.schema.convention import Dimension
+from capa_hf.schema import Keypoint
+from capa_hf.simulator.brief import UserBrief
 from capa_hf.simulator.planner import PlannerItem
 from capa_hf.simulator.protocols import register_user
 from capa_hf.simulator.scripted_user import ScriptedUser, UserScript
-from capa_hf.simulator.user_data import keypoint_questions, question_vocab, stated_line, variant_ties
-
-
-@dataclass(frozen=True)
-class UserBrief:
-    """Everything a simulated user of one session may know (never shown to the assistant)."""
-
-    session_id: str
-    hidden_items: tuple[HiddenItem, ...]
-    keypoints: Mapping[str, Keypoint]
-    dimensions: Mapping[str, Dimension]      # or anything with name, summary and questions
-    persona: Persona
-    user_lines: Mapping
-    reference: str = ""           # the variant's reference code (an LLM planner's ground truth)
-    task_prompt: str = ""
-    initial_request: str = ""     # the user's own first message (an LLM user's first commitment)
-    variant_id: str = ""          # the session's variant: its failure ties and its task's question forms
-    ties: Mapping[str, Mapping[str, list]] | None = field(default=None)   # overrides the recorded ties
-
-    @property
-    def task_id(self) -> str:
-        return self.variant_id.split("@", 1)[0]
-
-    def failure_ties(self) -> Mapping[str, Mapping[str, list]]:
-        return self.ties if self.ties is not None else variant_ties(self.variant_id)
-
-    def variant_values(self) -> dict[str, str]:
-        key = self.variant_id.split("@", 1)[1] if "@" in self.variant_id else ""
-        return dict(kv.split("=", 1) for kv in key.split("+") if "=" in kv)
-
-    def stated_conventions(self) -> dict[str, str]:
-        """Dimension -> how the request stated it, for the variant's conventions it did not hide."""
-        hidden = {h.dimension for h in self.hidden_items if h.kind == "convention"}
-        return {d: stated_line(self.task_id, d, v, self.initial_request)
-                for d, v in sorted(self.variant_values().items()) if d not in hidden}
+from capa_hf.simulator.user_data import keypoint_questions, question_vocab
 
 
 def _kp_texts(kp: Keypoint | None) -> tuple[str, ...]:
@@ -83,7 +46,8 @@ def planner_items(brief: UserBrief) -> tuple[PlannerItem, ...]:
 def scripted_user(brief: UserBrief) -> ScriptedUser:
     vocab = question_vocab()[0]
     lines = brief.user_lines
-    fit = {r["text"]: tuple(r["kinds"]) for r in (lines.get("reaction_fit") or {}).get(brief.persona.id, ())}
+    persona_id = brief.persona.id if brief.persona is not None else None
+    fit = {r["text"]: tuple(r["kinds"]) for r in (lines.get("reaction_fit") or {}).get(persona_id, ())}
     script = UserScript(
         session_id=brief.session_id,
         items=planner_items(brief),

@@ -18,14 +18,14 @@ from typing import Any, Generator, Iterable
 from runners.driver import Call
 from runners.types import Sampling, derive_seed
 
+from capa_hf.defaults import GREEDY, VETO_MAX_TOKENS
+from capa_hf.llm_json import ask_json, reason_of, strict_bool
 from capa_hf.prompts import fill, prompt_text
 from capa_hf.simulator.extraction import Submission
-from capa_hf.simulator.llm_json import ask_json, reason_of, strict_bool
 from capa_hf.simulator.problem import Problem
 from capa_hf.simulator.protocols import Judge
 
 VETOED = "vetoed"
-VETO_MAX_TOKENS = 200
 KEY = "functionally_equivalent"
 
 
@@ -49,7 +49,7 @@ class VetoJudge:
             return verdict
         seed = None if self.seed is None else derive_seed(self.seed, problem.variant_id, submission.code)
         call = Call(role=self.role, messages=veto_messages(submission, problem),
-                    sampling=Sampling(temperature=0.0, max_tokens=self.max_tokens, seed=seed))
+                    sampling=Sampling(temperature=GREEDY, max_tokens=self.max_tokens, seed=seed))
         answer = yield from ask_json(call, lambda v: strict_bool(v, KEY), f"veto of {problem.variant_id}")
         if not answer.ok:
             return {**verdict, "veto": {"vetoed": False, "valid": False, "reason": "no usable answer; the pass stands",

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from capa_hf.defaults import REGEN_LIMITS
 from capa_hf.schema import Task
 from capa_hf.schema.convention import Dimension, VariantSource
 from capa_hf.variants.combos import Variant, parse_call, task_variants
@@ -23,7 +24,6 @@ from capa_hf.variants.render import Expectation, RenderError, literal, render_ch
 REGEN_VERSION = 1
 SEED_LINE = "import random as _capa_random\n_capa_random.seed(20260)\n"
 ALLOWED_RAISE = "ValueError"
-JOB_TIMEOUT_S = 20.0
 
 
 @dataclass
@@ -104,7 +104,7 @@ def regenerate(sources: Mapping[str, VariantSource], tasks: Mapping[str, Task],
             res.errors.append(str(exc).strip("'\""))
     # 1. HumanEval's inputs, recorded from its own check on the canonical solution
     rec_jobs = [CheckJob(tasks[t].prompt + tasks[t].canonical_solution, SEED_LINE + tasks[t].test,
-                         tasks[t].entry_point, timeout_s=JOB_TIMEOUT_S, prelude=tasks[t].prompt,
+                         tasks[t].entry_point, timeout_s=REGEN_LIMITS.timeout_s, prelude=tasks[t].prompt,
                          record_calls=True) for t in order]
     for tid, verdict in zip(order, pool.check_many(rec_jobs)):
         if not verdict.passed:
@@ -126,7 +126,7 @@ def regenerate(sources: Mapping[str, VariantSource], tasks: Mapping[str, Task],
         for v in variants[tid]:
             try:
                 probes.append((tid, v, calls, CheckJob(v.reference, probe_test(calls), tasks[tid].entry_point,
-                                                       timeout_s=JOB_TIMEOUT_S, prelude=tasks[tid].prompt,
+                                                       timeout_s=REGEN_LIMITS.timeout_s, prelude=tasks[tid].prompt,
                                                        record_calls=True)))
             except (ValueError, RenderError) as exc:
                 res.errors.append(f"{v.key}: {exc}")

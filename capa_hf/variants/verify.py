@@ -18,14 +18,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from capa_hf.defaults import SANDBOX_LIMITS
 from capa_hf.schema import Task, TaskContent
 from capa_hf.schema.convention import Dimension, VariantSource
 from capa_hf.variants.combos import Variant, humaneval_variant, task_variants
 from capa_hf.variants.regenerate import source_sha256
 from capa_hf.variants.specialize import SpecializeError
 from capa_hf.variants.store import read_tests, variant_tests_of
-
-JOB_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -161,7 +160,7 @@ def verify_variants(sources: Mapping[str, VariantSource], tasks: Mapping[str, Ta
         hideable = [k for k in task_kps if k in src.misreadings]
         report.hideable_keypoints += len(hideable)
         report.unhideable_keypoints += len(task_kps) - len(hideable)
-    verdicts = pool.check_many([CheckJob(j.code, j.test, tasks[j.task_id].entry_point, timeout_s=JOB_TIMEOUT_S,
+    verdicts = pool.check_many([CheckJob(j.code, j.test, tasks[j.task_id].entry_point, timeout_s=SANDBOX_LIMITS.timeout_s,
                                          prelude=tasks[j.task_id].prompt) for j in jobs])
     report.jobs = len(jobs)
     refused = set()

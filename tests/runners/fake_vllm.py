@@ -1,24 +1,27 @@
 """An in-process stand-in for the parts of ``vllm`` the adapter uses, with vLLM's signatures.
 
-Mirrors vllm-project/vllm's ``vllm/entrypoints/llm.py`` at commit 10fdb8f0 and recent
-``vllm/sampling_params.py`` / ``vllm/engine/arg_utils.py`` of the same line (see the adapter's
-docstring for what was read):
+Mirrors vLLM 0.32.0 as installed by ``make setup-vllm`` (``vllm/entrypoints/llm.py``,
+``vllm/sampling_params.py``, ``vllm/engine/arg_utils.py``, ``vllm/v1/engine/input_processor.py``;
+the adapter's docstring says what it relies on).  tests/runners/test_vllm_real.py compares these
+signatures with the installed vLLM's, and checks each behaviour below on the real engine:
 
 * ``LLM.__init__`` has the real keyword parameters; its ``**kwargs`` go to ``EngineArgs``,
   so a name that is neither is a TypeError, as in vLLM.  ``data_parallel_size > 1`` raises
   ValueError (vLLM refuses it for single-process use).  ``disable_log_stats`` defaults to
   True unless given, as in vLLM.
 * ``LLM.chat`` has the real parameter list and no ``**kwargs``.
-* ``SamplingParams`` takes only its real fields (TypeError otherwise), validates ranges,
-  and turns greedy requests (temperature ~ 0) into top_p=1, top_k=0, min_p=0.
+* ``SamplingParams`` takes only its real fields (TypeError otherwise), validates ranges
+  (``VLLMValidationError``, which is not a ValueError), and turns greedy requests
+  (temperature < 1e-5) into top_p=1, top_k=0, min_p=0.
 
 Behaviour: the tokenizer counts one token per whitespace-separated word of each message
 plus 4 per message.  Replies are ``"answer to: <last user message>"`` (``REPLY`` can be
 replaced); a sampled reply (temperature > 0) ends with a tag drawn from its seed.  Models
 whose name contains ``Qwen3`` think by default (``enable_thinking`` turns it off) and write
 ``<think>pondering ...</think>`` first.  Stop strings are applied to the whole output,
-thinking included, exactly where vLLM applies them.  A prompt longer than max_model_len
-raises, as in vLLM; a user message containing ``EXPLODE`` makes ``chat`` raise.
+thinking included, exactly where vLLM applies them.  A prompt of max_model_len tokens or
+more makes ``chat`` raise ``VLLMValidationError``, as in vLLM; a user message containing
+``EXPLODE`` makes ``chat`` raise.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__version__ = "0.11.0"
+__version__ = "0.32.0"
 
 INSTANCES: list["LLM"] = []
 HF_CONFIGS: dict[str, dict] = {}   # model id -> config.json contents (a local folder's file wins)
@@ -56,9 +59,13 @@ ENGINE_ARGS = frozenset({
     "max_cpu_loras", "lora_dtype", "num_gpu_blocks_override", "model_loader_extra_config", "ignore_patterns",
     "enable_chunked_prefill", "reasoning_parser", "speculative_config", "scheduling_policy", "worker_cls",
     "worker_extension_cls", "kv_transfer_config", "kv_events_config", "generation_config",
-    "enable_sleep_mode", "override_generation_config", "model_impl", "calculate_kv_scales", "async_scheduling",
+    "enable_sleep_mode", "override_generation_config", "model_impl", "async_scheduling",
     "stream_interval", "use_tqdm_on_load", "additional_config",
 })
+
+
+class VLLMValidationError(Exception):
+    """vllm.exceptions.VLLMValidationError: a request vLLM refuses (a VLLMClientError, not a ValueError)."""
 
 
 @dataclass(kw_only=True)
@@ -71,6 +78,7 @@ class SamplingParams:
     top_p: float = 1.0
     top_k: int = 0
     min_p: float = 0.0
+    watermarking: bool | None = None
     seed: int | None = None
     stop: str | list[str] | None = None
     stop_token_ids: list[int] | None = None
@@ -79,33 +87,41 @@ class SamplingParams:
     min_tokens: int = 0
     logprobs: int | None = None
     prompt_logprobs: int | None = None
+    prompt_logprob_start: int | None = None
+    logprob_token_ids: list[int] | None = None
     flat_logprobs: bool = False
     detokenize: bool = True
     skip_special_tokens: bool = True
     spaces_between_special_tokens: bool = True
     include_stop_str_in_output: bool = False
     output_kind: Any = None
+    stream_interval: int | None = None
     skip_clone: bool = False
+    output_text_buffer_length: int = 0
     structured_outputs: Any = None
     logit_bias: dict[int, float] | None = None
     allowed_token_ids: list[int] | None = None
     extra_args: dict[str, Any] | None = None
     bad_words: list[str] | None = None
     skip_reading_prefix_cache: bool | None = None
-    truncate_prompt_tokens: int | None = None
+    thinking_token_budget: int | None = None
+    repetition_detection: Any = None
+    routed_experts_prompt_start: int = 0
+    trace_decode_token_ids: list[int] | None = None
+    prompt_logprob_token_ids: list[int] | None = None
 
     def __post_init__(self) -> None:
         self.stop = [] if self.stop is None else [self.stop] if isinstance(self.stop, str) else list(self.stop)
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be non-negative, got {self.temperature}.")
+        if not 0.0 <= self.temperature <= 2.0:
+            raise VLLMValidationError(f"temperature must be in [0, 2], got {self.temperature}.")
         if not 0.0 < self.top_p <= 1.0:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}.")
+            raise VLLMValidationError(f"top_p must be in (0, 1], got {self.top_p}.")
         if not isinstance(self.top_k, int) or self.top_k < -1:
-            raise ValueError(f"top_k must be 0 (disable), or at least 1, got {self.top_k}.")
+            raise VLLMValidationError(f"top_k must be 0 (disable), or at least 1, got {self.top_k}.")
         if not 0.0 <= self.min_p <= 1.0:
-            raise ValueError(f"min_p must be in [0, 1], got {self.min_p}.")
+            raise VLLMValidationError(f"min_p must be in [0, 1], got {self.min_p}.")
         if self.max_tokens is not None and self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be at least 1, got {self.max_tokens}.")
+            raise VLLMValidationError(f"max_tokens must be at least 1, got {self.max_tokens}.")
         if self.temperature < 1e-5:  # greedy
             self.top_p, self.top_k, self.min_p = 1.0, 0, 0.0
 
@@ -177,14 +193,18 @@ class LLM:
                  tokenizer_mode: str = "auto", skip_tokenizer_init: bool = False, trust_remote_code: bool = False,
                  allowed_local_media_path: str = "", allowed_media_domains: list[str] | None = None,
                  tensor_parallel_size: int = 1, dtype: str = "auto", quantization: str | None = None,
-                 revision: str | None = None, tokenizer_revision: str | None = None, seed: int = 0,
-                 gpu_memory_utilization: float = 0.9, swap_space: float = 4, cpu_offload_gb: float = 0,
-                 enforce_eager: bool = False, enable_return_routed_experts: bool = False,
+                 revision: str | None = None, tokenizer_revision: str | None = None, chat_template: Any = None,
+                 seed: int = 0, gpu_memory_utilization: float = 0.92, cpu_offload_gb: float = 0,
+                 offload_group_size: int = 0, offload_num_in_group: int = 1, offload_prefetch_step: int = 1,
+                 offload_params: set[str] | None = None, enforce_eager: bool = False,
+                 enable_return_routed_experts: bool = False, return_sampling_mask: bool = False,
                  disable_custom_all_reduce: bool = False, hf_token: bool | str | None = None,
                  hf_overrides: Any = None, mm_processor_kwargs: dict[str, Any] | None = None,
                  pooler_config: Any = None, structured_outputs_config: Any = None, profiler_config: Any = None,
                  attention_config: Any = None, kv_cache_memory_bytes: int | None = None,
-                 compilation_config: Any = None, logits_processors: list | None = None, **kwargs: Any) -> None:
+                 compilation_config: Any = None, quantization_config: Any = None,
+                 logits_processors: list | None = None, spec_method: str | None = None, spec_model: str | None = None,
+                 spec_tokens: int | None = None, **kwargs: Any) -> None:
         if "disable_log_stats" not in kwargs:
             kwargs["disable_log_stats"] = True
         dp = int(kwargs.get("data_parallel_size", 1))
@@ -217,7 +237,7 @@ class LLM:
         return SamplingParams.from_optional(**self.model_config.get_diff_sampling_param())
 
     def chat(self, messages: Any, sampling_params: Any = None, use_tqdm: Any = True, lora_request: Any = None,
-             chat_template: str | None = None, chat_template_content_format: str = "auto",
+             priority: Any = None, chat_template: str | None = None, chat_template_content_format: str = "auto",
              add_generation_prompt: bool = True, continue_final_message: bool = False,
              tools: list[dict[str, Any]] | None = None, chat_template_kwargs: dict[str, Any] | None = None,
              tokenization_kwargs: dict[str, Any] | None = None,
@@ -237,9 +257,14 @@ class LLM:
         outs = []
         for conv, p in zip(messages, params):
             ids = self.tokenizer.apply_chat_template(conv, tokenize=True, add_generation_prompt=True, **ctk)
-            if len(ids) > mml:
-                raise ValueError(f"The decoder prompt (length {len(ids)}) is longer than the maximum model "
-                                 f"length of {mml}")
+            if len(ids) > mml:  # vLLM's renderer
+                raise VLLMValidationError(f"This model's maximum context length is {mml} tokens. However, your "
+                                          f"prompt contains {len(ids)} input tokens, which exceeds this limit "
+                                          "even without any output tokens.")
+            if len(ids) == mml:  # vLLM's input processor: no room for one output token
+                raise VLLMValidationError(f"The decoder prompt (length {len(ids)}) plus the number of requested "
+                                          f"output tokens (at least 1) is longer than the maximum model length "
+                                          f"of {mml}.")
             if any("EXPLODE" in m["content"] for m in conv if m["role"] == "user"):
                 raise RuntimeError("engine exploded on this prompt")
             think, answer = REPLY(conv, thinking)

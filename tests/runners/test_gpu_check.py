@@ -62,12 +62,13 @@ def test_report_on_hand_made_phases(gpu_check):
 def test_whole_check_against_the_fake_vllm(gpu_check, fake_vllm, tmp_path):
     engine = make_engine("vllm:m")
     out = tmp_path / "out"
-    rc = gpu_check.main(["--model", "m", "--cells", "C01", "--limit", "2", "--out", str(out), "--max-tokens", "64"],
-                        engine=engine)
+    rc = gpu_check.main(["--model", "m", "--cells", "C01", "--limit", "2", "--out", str(out), "--max-tokens", "64",
+                         "--max-turns", "2"], engine=engine)
     assert rc in (0, 1)
     rep = json.loads((out / "gpu_check.json").read_text())
     ph = rep["phases"]
     assert ph["none"]["sessions"] == ph["same-user"]["sessions"] == 2
+    assert 2 <= ph["none"]["requests"] <= 4   # at most 2 turns a session
     # the raw replay sent exactly the batches CAPA sent, with the same outputs' lengths
     capa_requests = ph["none"]["requests"] + ph["same-user"]["requests"]
     assert ph["raw_llm_chat"]["requests"] == capa_requests > 0

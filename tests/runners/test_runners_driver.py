@@ -303,3 +303,25 @@ def test_cache_keys_on_the_seed_so_trials_are_independent(cache_path):
     with CompletionCache(cache_path) as cache:
         out = run_episodes({f"t{k}": trial(k) for k in range(4)}, {"assistant": eng}, cache=cache, progress=False)
         assert len({o.result for o in out.values()}) == 4 and len(cache) == 4
+
+
+def test_the_progress_bar_shows_turns_and_speed_inside_a_long_episode(capsys):
+    """The bar counts finished episodes; its postfix moves on every turn, before one ends."""
+    eng = ScriptedEngine(fn=echo, per_token_s=0.001)
+    seen = []
+    run_episodes({"long": chat_episode("long", 3)}, {"assistant": eng},
+                 progress="eval", on_done=lambda i, o: seen.append(capsys.readouterr().err))
+    before_the_end = seen[0]          # what the bar showed before the episode's third turn ended it
+    shown = [part for part in before_the_end.replace("\r", "\n").splitlines() if "turns=" in part]
+    assert [s.split("turns=")[1].split(",")[0] for s in shown] == ["1", "2"]
+    assert all(" 0/1 " in s for s in shown) and all("tok/s=" in s for s in shown)
+    speed = float(shown[0].split("tok/s=")[1].split(",")[0])
+    assert speed > 0
+
+
+def test_progress_fields():
+    from runners.driver import progress_fields
+
+    stats = RunStats(engine_s=2.0, failed=1, cache_hits=4)
+    assert progress_fields(7, 50, stats, live=3) == {"turns": 7, "tok/s": "25.0", "live": 3, "failed": 1, "hits": 4}
+    assert progress_fields(0, 0, RunStats(), live=1)["tok/s"] == "0.0"

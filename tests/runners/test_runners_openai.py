@@ -4,65 +4,13 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from runners import ChatRequest, EngineUnavailable, Sampling, make_engine
 
-
-class FakeServer:
-    """Answers /v1/chat/completions with whatever ``behave(body, n)`` returns: (status, payload)."""
-
-    def __init__(self, behave):
-        self.behave = behave
-        self.requests: list[dict] = []
-        self.headers: list[dict] = []
-        self.lock = threading.Lock()
-        self.inflight = 0
-        self.max_inflight = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                n = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(n))
-                with outer.lock:
-                    outer.requests.append(body)
-                    outer.headers.append(dict(self.headers))
-                    count = len(outer.requests)
-                    outer.inflight += 1
-                    outer.max_inflight = max(outer.max_inflight, outer.inflight)
-                try:
-                    status, payload, headers = outer.behave(body, count, outer)
-                finally:
-                    with outer.lock:
-                        outer.inflight -= 1
-                data = json.dumps(payload).encode() if not isinstance(payload, bytes) else payload
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(timeout=5)
+from tests.openai_stub import OpenAIStub
 
 
 def ok_payload(body, text=None, cached=0):
@@ -78,7 +26,7 @@ def server():
     servers = []
 
     def start(behave):
-        s = FakeServer(behave)
+        s = OpenAIStub(behave=behave)
         servers.append(s)
         return s
 

@@ -1,4 +1,6 @@
-"""The vLLM adapter against an in-process fake of vllm with vLLM's signatures (tests/runners/fake_vllm.py)."""
+"""The vLLM adapter against an in-process fake of vllm with vLLM 0.32's signatures (tests/runners/fake_vllm.py).
+
+The real engine's twins of these tests are in tests/runners/test_vllm_real.py."""
 
 import inspect
 import json
@@ -123,14 +125,16 @@ def test_a_template_that_mentions_think_does_not_blank_a_long_plain_answer(fake_
     assert (r.text, r.finish_reason, r.cut_in_thinking) == ("answer to:", "length", False)
 
 
-def test_overlong_prompt_is_a_length_result_and_the_batch_goes_on(fake_vllm):
+def test_overlong_prompt_is_vllms_own_error_and_the_batch_goes_on(fake_vllm):
     eng = make_engine("vllm:m", max_model_len=40)
     llm = fake_vllm.INSTANCES[-1]
     long_q = " ".join(["word"] * 60)
     out = eng.generate([_req("short"), _req(long_q), _req("fits", max_tokens=500)])
-    assert [r.finish_reason for r in out] == ["stop", "length", "stop"]
-    assert out[1].text == "" and out[1].prompt_tokens > 40 and out[1].error is None
-    assert len(llm.chat_calls) == 1 and len(llm.chat_calls[0]["messages"]) == 2
+    assert [r.finish_reason for r in out] == ["stop", "error", "stop"]
+    assert not out[1].ok and out[1].text == "" and out[1].prompt_tokens > 40
+    assert "VLLMValidationError" in out[1].error and "maximum context length is 40 tokens" in out[1].error
+    # the batch went without it, then it went alone (vLLM refuses it before generating anything)
+    assert [len(c["messages"]) for c in llm.chat_calls] == [2, 1]
     assert llm.chat_calls[0]["params"][1].max_tokens == 40 - out[2].prompt_tokens  # capped to the room left
 
 
@@ -174,7 +178,7 @@ def test_missing_model_and_missing_vllm(monkeypatch):
     with pytest.raises(ValueError, match="needs a model"):
         make_engine("vllm")
     monkeypatch.setitem(sys.modules, "vllm", None)
-    with pytest.raises(ImportError, match="pip install vllm"):
+    with pytest.raises(ImportError, match=r"pip install -e ..\[vllm\]..*make setup-vllm"):
         make_engine("vllm:m")
 
 
@@ -187,8 +191,10 @@ def test_fake_refuses_what_vllm_refuses(fake_vllm):
         fake_vllm.LLM("m", data_parallel_size=2)
     with pytest.raises(TypeError):
         fake_vllm.SamplingParams(temprature=0.5)
-    with pytest.raises(ValueError, match="top_p"):
+    with pytest.raises(fake_vllm.VLLMValidationError, match="top_p"):
         fake_vllm.SamplingParams(top_p=0.0)
+    with pytest.raises(fake_vllm.VLLMValidationError, match="temperature"):
+        fake_vllm.SamplingParams(temperature=2.5)
     llm = fake_vllm.LLM("m")
     with pytest.raises(TypeError):
         llm.chat([[{"role": "user", "content": "x"}]], enable_thinking=True)  # no **kwargs in LLM.chat

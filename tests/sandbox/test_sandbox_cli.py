@@ -37,6 +37,16 @@ def test_check_failing_still_exits_0(tmp_path):
     assert v["status"] == "failed" and v["failure"]["line"] == "assert candidate(1, 2) == 3"
 
 
+def test_check_with_a_candidate_named_apart_from_the_entry_point(tmp_path):
+    (tmp_path / "code.py").write_text("def plus(a, b):\n    return a + b\n")
+    (tmp_path / "test.py").write_text("def check(candidate):\n    assert candidate(1, 2) == 3\n")
+    args = ("check", "--code", str(tmp_path / "code.py"), "--test", str(tmp_path / "test.py"), "--entry-point", "add")
+    assert json.loads(cli(*args, "--candidate", "plus", "--json").stdout)["status"] == "passed"
+    assert json.loads(cli(*args, "--json").stdout)["failure"]["type"] == "EntryPointMissing"
+    bad = cli(*args, "--candidate", "not a name")
+    assert bad.returncode == 2 and "--candidate" in bad.stderr
+
+
 def test_run_json_and_text(tmp_path):
     (tmp_path / "prog.py").write_text("print('hi')\nraise SystemExit(2)\n")
     r = cli("run", str(tmp_path / "prog.py"), "--timeout", "5", "--json")

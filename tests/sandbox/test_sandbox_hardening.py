@@ -192,7 +192,9 @@ def test_memfd_cannot_hold_more_than_the_memory_limit(pool):
             "return x")
     code = "def f(x):\n" + "".join(f"    {line}\n" for line in body.splitlines())
     v = pool.check(code, ID_TEST, "f", memory_mb=64)
-    assert v.status == ("memory" if pool.layers.get("memory_cgroup") else "blocked"), v
+    # memfd_create is denied in every mode (its inode numbers come from a counter that
+    # outlives the child: see test_sandbox_channels.py)
+    assert v.status == "blocked", v
     if not pool.layers.get("memory_cgroup"):
         assert any("RLIMIT_AS" in n for n in v.notes), v.notes
 

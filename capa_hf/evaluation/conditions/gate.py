@@ -7,7 +7,7 @@ test) reads the cell's 5 history sessions and the new request and answers one JS
   its own number, and one line on why it was chosen (`gate_highlight.md`);
 - not sufficient: the context holds the guidance on what is still unresolved, to be asked about
   (`gate_unresolved.md`).
-An answer that is not such an object is asked again once (`simulator.llm_json.ask_json`); after
+An answer that is not such an object is asked again once (`capa_hf.llm_json.ask_json`); after
 a second bad answer the session falls back to the raw same-user history, and that is counted.
 An engine error is no answer: the condition fails before any session.
 
@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from runners.driver import Call, run_episodes
+from runners.engine import engine_label
 from runners.types import Sampling, derive_seed
 
 from capa_hf.dataset.load import LoadedDataset
+from capa_hf.defaults import GATE_MAX_TOKENS, GREEDY
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions.base import ConditionEnv, register, render_dialogue, render_history, render_sessions
 from capa_hf.evaluation.conditions.history import by_cell, own_history
@@ -35,7 +37,6 @@ from capa_hf.prompts import fill, prompt_text
 from capa_hf.schema import Session
 
 ROLE = "gate"
-GATE_MAX_TOKENS = 400
 VERDICTS = "gate.jsonl"
 
 
@@ -69,10 +70,10 @@ def gate_messages(hist: Sequence[Session], request: str) -> list[dict]:
 
 
 def gate_episode(hist: Sequence[Session], request: str, seed: int, key: str, affinity: str):
-    from capa_hf.simulator.llm_json import ask_json
+    from capa_hf.llm_json import ask_json
 
     call = Call(ROLE, gate_messages(hist, request),
-                Sampling(temperature=0.0, max_tokens=GATE_MAX_TOKENS, seed=derive_seed(seed, "gate", key)),
+                Sampling(temperature=GREEDY, max_tokens=GATE_MAX_TOKENS, seed=derive_seed(seed, "gate", key)),
                 affinity=affinity)
     answer = yield from ask_json(call, lambda v: check_verdict(v, len(hist)), what="gate verdict", retries=1)
     return answer
@@ -113,13 +114,25 @@ def load_verdicts(path: Path | None) -> dict[str, dict]:
     return out
 
 
-def _engine_label(engine: Any) -> str:
-    return f"{getattr(engine, 'name', type(engine).__name__)}:{getattr(engine, 'model', '')}"
+def gate_counts(records: Sequence[dict]) -> dict:
+    """summary.json's `condition_stats` of a gate run: the gate's verdicts per session."""
+    out: dict = {}
+    gated = [r["gate"] for r in records if isinstance(r.get("gate"), dict)]
+    if gated:
+        n = len(gated)
+        suff = sum(1 for g in gated if g.get("sufficient") and not g.get("fallback"))
+        out["gate"] = {"sessions": n, "sufficient": suff, "sufficient_rate": round(suff / n, 4),
+                       "unresolved": sum(1 for g in gated if not g.get("sufficient") and not g.get("fallback")),
+                       "fallbacks": sum(1 for g in gated if g.get("fallback")),
+                       "retried": sum(1 for g in gated if g.get("attempts", 1) > 1)}
+    return out
 
 
 @register("gate")
 class Gate:
     name = "gate"
+    order, family, baseline = 6, "memory", "same-user"
+    summary_counts = staticmethod(gate_counts)
 
     def __init__(self, seed: int = 0):
         self.seed = seed
@@ -146,7 +159,7 @@ class Gate:
                 engine.close()
 
     def _contexts(self, targets, data, env, engine):
-        label = _engine_label(engine)
+        label = engine_label(engine)
         path = Path(env.out) / VERDICTS if env.out is not None else None
         known = load_verdicts(path)
         hists = {c: own_history(c, data) for c in by_cell(targets)}

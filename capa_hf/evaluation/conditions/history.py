@@ -14,8 +14,8 @@ from capa_hf.dataset.load import LoadedDataset
 from capa_hf.defaults import HISTORY_SIZE
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions.base import register, render_dialogue, render_history
-from capa_hf.generation.seeding import rng_for
 from capa_hf.schema import Session
+from capa_hf.seeding import rng_for
 
 SIZE_SLACK = 1.15
 
@@ -77,6 +77,7 @@ class _PerCell:
 @register("none")
 class NoHistory(_PerCell):
     name = "none"
+    order = 0                    # where the report lists it (see base.py: what a condition declares)
 
     def pick(self, cell_id, data):
         return []
@@ -87,6 +88,7 @@ class SameUser(_PerCell):
     """The cell's five resolved history sessions, in order."""
 
     name = "same-user"
+    order, family, baseline = 3, "main", "none"
 
     def pick(self, cell_id, data):
         return own_history(cell_id, data)
@@ -107,6 +109,7 @@ class Shuffled(_PerCell):
     """Five history sessions of other users (another persona and another mechanism pair)."""
 
     name = "shuffled"
+    order, family, baseline, paired_with = 1, "identity", "none", "same-user"
 
     def pick(self, cell_id, data):
         own = own_history(cell_id, data)
@@ -134,6 +137,7 @@ class Conflicting(_PerCell):
     target on every such dimension it touches, and as many of them as possible touch one."""
 
     name = "conflicting"
+    order, family, baseline, paired_with = 2, "identity", "none", "same-user"
 
     def dims(self, cell_id: str, data: LoadedDataset) -> set[str]:
         return {d for s in data.heldout.values() if s.cell_id == cell_id for d in data.values_of(s)}

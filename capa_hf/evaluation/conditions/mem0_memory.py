@@ -15,6 +15,7 @@ from capa_hf.memory import MEMORY_EXTRA_HINT
 @register("mem0")
 class Mem0Condition(MemoryCondition):
     name = "mem0"
+    order, family, baseline = 4, "memory", "same-user"
     label = "mem0"
 
     def settings(self) -> dict:

@@ -30,10 +30,34 @@ def query_sessions(cell_id: str, data: LoadedDataset, targets: Sequence[Session]
     return sorted(pool.values(), key=lambda s: (s.position, s.session_id))
 
 
+def memory_counts(records: Sequence[dict]) -> dict:
+    """summary.json's `condition_stats` of a memory run: the memory system's counts, once per cell."""
+    out: dict = {}
+    cells: dict = {}
+    for r in records:
+        mem = r.get("memory")
+        if isinstance(mem, dict):
+            cells.setdefault(r.get("cell_id"), (mem, r))
+    if cells:
+        totals: dict = {}
+        for mem, _ in cells.values():
+            for k, v in (mem.get("cell_counts") or {}).items():
+                if isinstance(v, (int, float)):
+                    totals[k] = totals.get(k, 0) + v
+        empty_contexts = sum(1 for r in records if isinstance(r.get("memory"), dict) and not r.get("context_chars"))
+        first = next(iter(cells.values()))[0]
+        out["memory"] = {"system": first.get("system"), "llm": first.get("llm"), "cells": len(cells),
+                         "empty_cells": sum(1 for m, _ in cells.values() if not (m.get("cell_counts") or {}).get("memories",
+                                            (m.get("cell_counts") or {}).get("notes", 0))),
+                         "empty_contexts": empty_contexts, **totals}
+    return out
+
+
 class MemoryCondition:
     """Subclasses set `name`, `label`, `settings()`, `check_installed()`, `build()`, `line()`."""
 
     name = ""
+    summary_counts = staticmethod(memory_counts)
     label = ""
 
     def __init__(self, seed: int = 0):
