@@ -10,6 +10,7 @@ from capa_hf.data_files import load_record, parse_record, read_yaml
 from capa_hf.errors import DataFileError
 from capa_hf.paths import DATA_DIR
 from capa_hf.schema import Lexicon, Mechanism, Persona, TaskContent
+from capa_hf.conventions import load_dimensions  # noqa: F401  (re-exported: content's loaders, one place)
 from capa_hf.schema.convention import Dimension, VariantSource
 
 
@@ -63,24 +64,6 @@ def load_task_contents(folder: Path | None = None) -> dict[str, TaskContent]:
         if keypoint_file(rec.task_id, folder).name != path.name:
             raise DataFileError(path, f"task_id {rec.task_id!r} does not match the file name", field="task_id")
         out[rec.task_id] = rec
-    return out
-
-
-def load_dimensions(path: Path | None = None) -> dict[str, Dimension]:
-    path = path or DATA_DIR / "conventions.yaml"
-    raw = read_yaml(path)
-    if not isinstance(raw, dict) or not isinstance(raw.get("dimensions"), list):
-        raise DataFileError(path, "expected a top-level 'dimensions' list", field="dimensions")
-    out: dict[str, Dimension] = {}
-    constants: set[str] = set()
-    for i, item in enumerate(raw["dimensions"]):
-        dim = parse_record(Dimension, item, path, prefix=("dimensions", i))
-        if dim.id in out:
-            raise DataFileError(path, f"duplicate dimension id {dim.id!r}", field=f"dimensions.{i}.id")
-        if dim.constant in constants:
-            raise DataFileError(path, f"duplicate constant {dim.constant!r}", field=f"dimensions.{i}.constant")
-        out[dim.id] = dim
-        constants.add(dim.constant)
     return out
 
 

@@ -118,7 +118,7 @@ def check_user_data(content: Content, report: ContentReport) -> None:
     """The scripted user's data: reaction fits name real persona reactions, keypoint question
     forms name real keypoints, and the failure ties match the committed variant tests."""
     from capa_hf.content import load_user_lines
-    from capa_hf.simulator.user_data import _curated_forms, _ties_record, question_vocab
+    from capa_hf.simulator.user_data import curated_forms, ties_record, question_vocab
     from capa_hf.variants.ties import tests_sha256
 
     lines = load_user_lines()
@@ -131,12 +131,12 @@ def check_user_data(content: Content, report: ContentReport) -> None:
     for dim in content.dimensions:
         if dim not in dim_cues:
             report.errors.append(f"question_vocab.yaml: no cues for dimension {dim}")
-    for task_id, forms in _curated_forms().items():
+    for task_id, forms in curated_forms().items():
         kps = {k.id for k in content.tasks[task_id].keypoints} if task_id in content.tasks else set()
         for kp in forms:
             if kp not in kps:
                 report.errors.append(f"keypoint_questions.yaml: {task_id} has no keypoint {kp}")
-    stale = [t for t in content.variants if _ties_record(t).get("tests_sha256") != tests_sha256(t)]
+    stale = [t for t in content.variants if ties_record(t).get("tests_sha256") != tests_sha256(t)]
     if stale:
         report.errors.append(f"{len(stale)} task(s) have stale or missing failure ties (capa_hf/data/variant_ties/), "
                              f"e.g. {stale[:3]}; run `capa regen-ties`")

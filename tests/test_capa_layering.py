@@ -24,16 +24,19 @@ from tests.import_graph import graph, modules
 LAYERS: list[tuple[str, dict[str, tuple[str, ...]]]] = [
     ("base", {"base": ("capa_hf.__init__", "capa_hf.version", "capa_hf.errors", "capa_hf.defaults",
                        "capa_hf.paths", "capa_hf.registry", "capa_hf.prompts", "capa_hf.data_files",
-                       "capa_hf.text_literals", "capa_hf.seeding", "capa_hf.llm_json", "capa_hf.oracle", "capa_hf.specs",
+                       "capa_hf.text_literals", "capa_hf.seeding", "capa_hf.llm_json", "capa_hf.oracle", "capa_hf.specs", "capa_hf.conventions",
                        "capa_hf.schema")}),
     ("simulator", {"simulator": ("capa_hf.simulator",)}),
     ("content", {"content": ("capa_hf.content", "capa_hf.humaneval", "capa_hf.design", "capa_hf.presets",
-                             "capa_hf.variants", "capa_hf.validate_content")}),
+                             "capa_hf.variants")}),
     ("generation", {"generation": ("capa_hf.generation", "capa_hf.keypoint_extraction"),
                     "memory": ("capa_hf.memory",)}),
     ("dataset", {"dataset": ("capa_hf.dataset",)}),
     ("evaluation", {"evaluation": ("capa_hf.evaluation",)}),
-    ("analysis", {"analysis": ("capa_hf.analysis", "capa_hf.results")}),
+    # validate-content checks the whole dataset, the simulated user's fidelity included (it plays
+    # the evaluator's user on held-out sessions), so it sits with the analyses
+    ("analysis", {"analysis": ("capa_hf.analysis", "capa_hf.results"),
+                  "checks": ("capa_hf.validate_content", "capa_hf.user_fidelity")}),
     ("view", {"view": ("capa_hf.view",)}),
     ("cli", {"cli": ("capa_hf.cli", "capa_hf.__main__", "capa_hf.demo", "capa_hf.listing")}),
 ]

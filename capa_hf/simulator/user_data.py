@@ -56,7 +56,7 @@ def question_vocab(path: Path = VOCAB_FILE) -> tuple[Vocabulary, Mapping[str, tu
 
 
 @lru_cache(maxsize=None)
-def _curated_forms(path: Path = KEYPOINT_QUESTIONS_FILE) -> Mapping[str, Mapping[str, tuple[str, ...]]]:
+def curated_forms(path: Path = KEYPOINT_QUESTIONS_FILE) -> Mapping[str, Mapping[str, tuple[str, ...]]]:
     raw = read_yaml(path) if path.is_file() else {}
     if not isinstance(raw, dict):
         raise DataFileError(path, "expected a mapping of task id -> keypoint id -> question forms")
@@ -80,7 +80,7 @@ def _asks(task_id: str) -> Mapping[str, str]:
 
 @lru_cache(maxsize=None)
 def _dimensions():
-    from capa_hf.content import load_dimensions
+    from capa_hf.conventions import load_dimensions
 
     return load_dimensions()
 
@@ -96,7 +96,7 @@ def stated_line(task_id: str, dimension: str, value: str, request: str = "") -> 
 
 def keypoint_questions(task_id: str, keypoint_id: str) -> tuple[str, ...]:
     """The question forms of one keypoint: curated ones first, then the variants file's ask."""
-    forms = list(_curated_forms().get(task_id, {}).get(keypoint_id, ()))
+    forms = list(curated_forms().get(task_id, {}).get(keypoint_id, ()))
     ask = _asks(task_id).get(keypoint_id)
     return tuple(forms + ([ask] if ask else []))
 
@@ -106,7 +106,7 @@ def ties_file(task_id: str, folder: Path | None = None) -> Path:
 
 
 @lru_cache(maxsize=None)
-def _ties_record(task_id: str) -> Mapping:
+def ties_record(task_id: str) -> Mapping:
     path = ties_file(task_id)
     if not path.is_file():
         return {}
@@ -123,4 +123,4 @@ def variant_ties(variant_id: str) -> Mapping[str, Mapping[str, list]]:
     if "@" not in variant_id:
         return {}
     task_id, key = variant_id.split("@", 1)
-    return (_ties_record(task_id).get("variants") or {}).get(key) or {}
+    return (ties_record(task_id).get("variants") or {}).get(key) or {}
