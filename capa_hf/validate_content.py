@@ -27,6 +27,7 @@ class ContentReport:
     n_keypoints: int = 0
     n_personas: int = 0
     variants: object | None = None      # VariantReport when the sandbox checks ran
+    examples: object | None = None      # visible_examples.ExampleCheck when the sandbox checks ran
 
     @property
     def ok(self) -> bool:
@@ -38,6 +39,8 @@ class ContentReport:
         lines += [f"  {c:20} {self.categories[c]}" for c in CATEGORIES]
         if self.variants is not None:
             lines += self.variants.lines()
+        if self.examples is not None:
+            lines += self.examples.lines()
         lines += [f"ERROR {e}" for e in self.errors]
         lines.append("content OK" if self.ok else f"{len(self.errors)} problems")
         return "\n".join(lines)
@@ -106,10 +109,15 @@ def check_variants(content: Content, report: ContentReport, strict: bool, only: 
     if strict and missing:
         report.errors.append(f"{len(missing)} tasks have no variants file (capa_hf/data/variants/), "
                              f"e.g. {missing[:3]}")
+    from capa_hf.variants.visible_examples import check_examples, load_keypoint_examples
+
+    examples = {t: e for t, e in load_keypoint_examples().items() if only is None or t in only}
     with SandboxPool() as pool:
         vr = verify_variants(sources, load_tasks(), content.tasks, content.dimensions, pool)
+        report.examples = check_examples(examples, content.variants, load_tasks(), content.tasks,
+                                         content.dimensions, pool)
     report.variants = vr
-    report.errors += vr.errors
+    report.errors += vr.errors + report.examples.errors
 
 
 def validate(strict: bool = True, sandbox: bool = True, tasks: list[str] | None = None) -> ContentReport:

@@ -136,8 +136,24 @@ def test_committed_dataset_validates_and_reports_the_oracle_bound():
     assert report.ok, report.summary()
     facts = report.facts
     assert facts["heldout_by_role"]["convention_only"] >= 120
-    assert facts["oracle_ft_es"] == facts["heldout_fully_resolvable"] / 300 >= 0.4
+    assert facts["oracle_ft_es"] == round(facts["heldout_fully_resolvable"] / 300, 4) >= 0.4
     assert "oracle ft es" in report.summary()
+    # at least 40% need the history: fully resolvable from it, and a hidden value is not HumanEval's
+    assert facts["heldout_fully_resolvable"] >= facts["heldout_needing_history"] >= 120
+    assert facts["heldout_task_keypoints_refused_by_visible_examples"] > 0
+
+
+def test_needing_history_counts_only_sessions_whose_hidden_values_differ_from_humaneval():
+    from capa_hf.dataset.stats import needs_history
+
+    he = {"HumanEval/34": {"container": "list", "sort_order": "ascending"}}
+    row = {"task_id": "HumanEval/34", "variant_id": "HumanEval/34@container=tuple+sort_order=ascending",
+           "hidden_items": [{"kind": "convention", "dimension": "sort_order", "resolvable_from_history": True}]}
+    assert not needs_history(row, he)       # the differing value (tuple) is stated, not hidden
+    row["hidden_items"].append({"kind": "convention", "dimension": "container", "resolvable_from_history": True})
+    assert needs_history(row, he)
+    row["hidden_items"][0]["resolvable_from_history"] = False
+    assert not needs_history(row, he)       # not fully resolvable from history
 
 
 def test_validate_refuses_a_heldout_row_with_a_trace(built, tmp_path):

@@ -26,6 +26,9 @@ from capa_hf.variants.catalog import VariantCatalog
 from capa_hf.version import PIPELINE_VERSION
 
 MANIFEST = "capa_manifest.json"
+# held-out (session, task keypoint) pairs kept visible because the visible text refutes the
+# keypoint's misreading: known only at build time, so the manifest carries it to `capa validate`
+REFUSED_FACT = "heldout_task_keypoints_refused_by_visible_examples"
 
 
 def arrow_table(rows: list[dict], features) -> pa.Table:
@@ -74,6 +77,7 @@ def build_dataset(out: Path, seed: int = 0, version: str | None = None, engine=N
         files[paths[split]] = {"config": config, "split": split, "rows": len(split_rows),
                                "bytes": path.stat().st_size, "num_bytes": table.nbytes, "sha256": sha256(path)}
     facts = dataset_stats(sessions, cells, {t: dict(s.dimensions) for t, s in content.variants.items()})
+    facts[REFUSED_FACT] = stats.refused_by_examples
     assistant = "the reference assistant" if engine is None else \
         f"`{engine_label(engine)}` (reference fallback when unresolved)"
     writer = ("template realizer (curated keypoints, conventions, persona voice kits, discipline lexicons)"

@@ -1,6 +1,13 @@
 """Facts about a built dataset, from its session rows. Pure; used by the build (card, manifest)
 and by `capa validate` (which reads the rows back from parquet).
-The oracle bound is `capa_hf.oracle.oracle_bound` over the held-out rows.
+
+The **oracle FT-ES** (`capa_hf.oracle.oracle_bound` over the held-out rows) is the FT-ES of an assistant that applies every convention the user stated
+in the cell's history and asks about nothing else: it solves a held-out session at turn 1 exactly
+when every hidden item is resolvable from history (the variant's reference is then determined,
+and it passes its tests by construction: `capa validate-content` checks that). It is not an upper
+bound: some of those sessions also pass with HumanEval's defaults and no history at all. The
+sessions that **need history** are the fully resolvable ones whose variant has a value other
+than HumanEval's: they fail under HumanEval's defaults and pass with the user's conventions.
 """
 
 from __future__ import annotations
@@ -18,6 +25,16 @@ def _dims_of_variant(variant_id: str) -> dict[str, str]:
     if key == "humaneval":
         return {}
     return dict(part.split("=", 1) for part in key.split("+"))
+
+
+def needs_history(row: Mapping, humaneval_values: Mapping[str, Mapping]) -> bool:
+    """Fully resolvable from history, and a hidden convention's value is not HumanEval's: the
+    session fails under HumanEval's defaults and passes with the conventions the history showed."""
+    values = _dims_of_variant(row["variant_id"])
+    he = humaneval_values.get(row["task_id"], {})
+    return fully_resolvable(row) and any(
+        h["kind"] == "convention" and values.get(h["dimension"], he.get(h["dimension"])) != he.get(h["dimension"])
+        for h in row["hidden_items"])
 
 
 def trace_turns(row: Mapping) -> int:
@@ -41,8 +58,11 @@ def dataset_stats(sessions: Iterable, cells: Iterable = (), humaneval_values: Ma
     resolvable_items = sum(1 for h in items if h["resolvable_from_history"])
     full = sum(1 for r in held if fully_resolvable(r))
     roles = Counter(r["role"] for r in held)
-    non_he = sum(1 for r in held if _dims_of_variant(r["variant_id"]) and humaneval_values is not None and any(
-        humaneval_values.get(r["task_id"], {}).get(d) != v for d, v in _dims_of_variant(r["variant_id"]).items()))
+    def non_humaneval(r) -> bool:
+        return humaneval_values is not None and any(
+            humaneval_values.get(r["task_id"], {}).get(d) != v for d, v in _dims_of_variant(r["variant_id"]).items())
+
+    non_he = sum(1 for r in held if non_humaneval(r))
     hist_turns = Counter(trace_turns(r) for r in hist)
     out = {
         "heldout_sessions": len(held),
@@ -58,6 +78,7 @@ def dataset_stats(sessions: Iterable, cells: Iterable = (), humaneval_values: Ma
     }
     if humaneval_values is not None:
         out["heldout_needing_non_humaneval_value"] = non_he
+        out["heldout_needing_history"] = sum(1 for r in held if needs_history(r, humaneval_values))
     return out
 
 

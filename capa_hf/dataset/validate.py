@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from capa_hf.dataset.build import MANIFEST, sha256
+from capa_hf.dataset.build import MANIFEST, REFUSED_FACT, sha256
 from capa_hf.dataset.card import read_card_header
 from capa_hf.dataset.features import LAYOUT
 from capa_hf.dataset.stats import dataset_stats, history_positions_ok
@@ -28,6 +28,7 @@ class ValidationReport:
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     facts: dict = field(default_factory=dict)
+    build_facts: dict = field(default_factory=dict)    # facts only the build knows (from the manifest)
 
     @property
     def ok(self) -> bool:
@@ -54,7 +55,9 @@ def check_files(folder: Path, report: ValidationReport) -> dict:
     manifest_path = folder / MANIFEST
     manifest = {}
     if manifest_path.is_file():
-        manifest = json.loads(manifest_path.read_text()).get("files", {})
+        whole = json.loads(manifest_path.read_text())
+        manifest = whole.get("files", {})
+        report.build_facts = {k: v for k, v in whole.get("stats", {}).items() if k == REFUSED_FACT}
     else:
         report.errors.append(f"{manifest_path}: missing manifest")
     for config, (features, files) in LAYOUT.items():
@@ -158,7 +161,7 @@ def check_sessions(tables: dict, report: ValidationReport) -> None:
     if ("tasks", "train") in tables:
         he_values = {t["task_id"]: {d["dimension"]: d["humaneval_value"] for d in t["dimensions"]}
                      for t in tables[("tasks", "train")].to_pylist()}
-    report.facts = dataset_stats(rows, humaneval_values=he_values)
+    report.facts = {**dataset_stats(rows, humaneval_values=he_values), **report.build_facts}
     share = report.facts["heldout_by_role"].get("convention_only", 0) / max(report.facts["heldout_sessions"], 1)
     if share < MIN_CONVENTION_ONLY_SHARE:
         report.errors.append(f"only {share:.0%} of held-out sessions hide conventions alone "
