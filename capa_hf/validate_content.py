@@ -116,8 +116,26 @@ def check_variants(content: Content, report: ContentReport, strict: bool, only: 
         vr = verify_variants(sources, load_tasks(), content.tasks, content.dimensions, pool)
         report.examples = check_examples(examples, content.variants, load_tasks(), content.tasks,
                                          content.dimensions, pool)
+        if only is None:
+            report.errors += check_empty_results(content, pool)
     report.variants = vr
     report.errors += vr.errors + report.examples.errors
+
+
+def check_empty_results(content: Content, pool) -> list[str]:
+    """capa_hf/data/empty_results.yaml: every task with an empty_input dimension has an entry, and
+    the neutral reference on its empty call returns the recorded result (in the sandbox)."""
+    from capa_hf.generation.empty_results import empty_result_jobs, load_empty_results
+
+    recorded = load_empty_results()
+    errors = [f"empty_results.yaml: no entry for {t}" for t, s in content.variants.items()
+              if "empty_input" in s.dimensions and t not in recorded]
+    jobs = empty_result_jobs(content.variants, load_tasks(), content.dimensions)
+    for (tid, result, _), v in zip(jobs, pool.check_many([j for _, _, j in jobs])):
+        if not v.passed:
+            errors.append(f"empty_results.yaml: {tid} under empty_input=neutral does not return {result!r} "
+                          f"({v.status}: {v.failure})")
+    return errors
 
 
 def validate(strict: bool = True, sandbox: bool = True, tasks: list[str] | None = None) -> ContentReport:

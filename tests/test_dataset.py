@@ -141,6 +141,19 @@ def test_committed_dataset_validates_and_reports_the_oracle_bound():
     # at least 40% need the history: fully resolvable from it, and a hidden value is not HumanEval's
     assert facts["heldout_fully_resolvable"] >= facts["heldout_needing_history"] >= 120
     assert facts["heldout_task_keypoints_refused_by_visible_examples"] > 0
+    assert sum(facts["heldout_neutral_items_by_return_kind"].values()) > 0
+
+
+def test_an_unknowable_neutral_is_hidden_only_where_the_history_showed_it():
+    from capa_hf.generation.empty_results import empty_kinds, knowable
+
+    kinds = empty_kinds()
+    rows = pq.read_table(DEFAULT_DATASET_DIR / "data" / "heldout-00000-of-00001.parquet").to_pylist()
+    for r in rows:
+        if "empty_input=neutral" in r["variant_id"] and not knowable(kinds.get(r["task_id"])):
+            for h in r["hidden_items"]:
+                if h["dimension"] == "empty_input":
+                    assert h["resolvable_from_history"] and h["revealed_in"], r["session_id"]
 
 
 def test_needing_history_counts_only_sessions_whose_hidden_values_differ_from_humaneval():

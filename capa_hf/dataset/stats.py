@@ -47,9 +47,20 @@ def failed_first(row: Mapping) -> bool:
     return len(turns) > 1 and "```" in turns[0]
 
 
-def dataset_stats(sessions: Iterable, cells: Iterable = (), humaneval_values: Mapping[str, Mapping] | None = None
-                  ) -> dict:
-    """`sessions`: Session records or session rows (dicts)."""
+def neutral_by_kind(held: list[Mapping], empty_kinds: Mapping[str, str]) -> dict[str, int]:
+    """Held-out hidden empty_input=neutral items, by the return kind of the task's empty result."""
+    c: Counter = Counter()
+    for r in held:
+        if _dims_of_variant(r["variant_id"]).get("empty_input") == "neutral":
+            c.update(empty_kinds.get(r["task_id"], "unknown") for h in r["hidden_items"]
+                     if h["kind"] == "convention" and h["dimension"] == "empty_input")
+    return dict(sorted(c.items()))
+
+
+def dataset_stats(sessions: Iterable, cells: Iterable = (), humaneval_values: Mapping[str, Mapping] | None = None,
+                  empty_kinds: Mapping[str, str] | None = None) -> dict:
+    """`sessions`: Session records or session rows (dicts); `empty_kinds`: task id -> the return
+    kind of its natural empty result (capa_hf.generation.empty_results)."""
     rows = [s if isinstance(s, Mapping) else s.model_dump(mode="json") for s in sessions]
     held = [r for r in rows if r["split"] == "heldout"]
     hist = [r for r in rows if r["split"] == "history"]
@@ -79,6 +90,8 @@ def dataset_stats(sessions: Iterable, cells: Iterable = (), humaneval_values: Ma
     if humaneval_values is not None:
         out["heldout_needing_non_humaneval_value"] = non_he
         out["heldout_needing_history"] = sum(1 for r in held if needs_history(r, humaneval_values))
+    if empty_kinds is not None:
+        out["heldout_neutral_items_by_return_kind"] = neutral_by_kind(held, empty_kinds)
     return out
 
 

@@ -161,7 +161,10 @@ def check_sessions(tables: dict, report: ValidationReport) -> None:
     if ("tasks", "train") in tables:
         he_values = {t["task_id"]: {d["dimension"]: d["humaneval_value"] for d in t["dimensions"]}
                      for t in tables[("tasks", "train")].to_pylist()}
-    report.facts = {**dataset_stats(rows, humaneval_values=he_values), **report.build_facts}
+    from capa_hf.generation.empty_results import empty_kinds
+
+    report.facts = {**dataset_stats(rows, humaneval_values=he_values, empty_kinds=empty_kinds()),
+                    **report.build_facts}
     share = report.facts["heldout_by_role"].get("convention_only", 0) / max(report.facts["heldout_sessions"], 1)
     if share < MIN_CONVENTION_ONLY_SHARE:
         report.errors.append(f"only {share:.0%} of held-out sessions hide conventions alone "

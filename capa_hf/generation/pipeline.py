@@ -25,6 +25,7 @@ from capa_hf.content import Content, load_assistant_lines, load_content, load_st
 from capa_hf.defaults import GREEDY, HISTORY_SIZE, MAX_ATTEMPTS, STAGE2_MAX_TOKENS, USER
 from capa_hf.design import default_design
 from capa_hf.errors import CapaError
+from capa_hf.generation.empty_results import empty_kinds
 from capa_hf.generation.stage1_llm import FALLBACK, check_llm_request, realizer_of
 from capa_hf.generation.stage1_plan import CellMemory, SessionPlan, plan_session, remember, session_id
 from capa_hf.generation.stage1_realize import Realization, Realizer, RequestContext, TemplateRealizer
@@ -112,12 +113,13 @@ def plan_cells(cells: list[Cell], world: World, seed: int, examples=None) -> dic
     """Stage 1 plans, a cell's positions in order (later sessions know what earlier ones showed).
     `examples` (visible_examples.ExampleCheck) keeps task items the visible text settles visible."""
     plans = {}
+    kinds = empty_kinds()
     for cell in cells:
         memory = CellMemory()
         for pos, tid in enumerate(cell.task_ids, 1):
             plan = plan_session(cell, pos, world.content.tasks[tid], world.content.variants.get(tid),
-                                world.content.mechanisms, memory, seed, examples)
-            remember(plan, memory)
+                                world.content.mechanisms, memory, seed, examples, kinds.get(tid))
+            remember(plan, memory, kinds.get(tid))
             plans[plan.session_id] = plan
     return plans
 

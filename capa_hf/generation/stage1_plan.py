@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from capa_hf.defaults import APPLY_WITHOUT_ASKING, GUESS_FIRST_SHARE, HISTORY_SIZE
+from capa_hf.generation.empty_results import knowable
 from capa_hf.schema import Cell, Keypoint, Mechanism, TaskContent
 from capa_hf.schema.convention import VariantSource
 from capa_hf.seeding import rng_for
@@ -66,6 +67,7 @@ class CellMemory:
     """What the user has stated in the cell's history so far: dimension -> session ids."""
 
     stated: dict[str, list[str]] = field(default_factory=dict)
+    neutral_kinds: set[str] = field(default_factory=set)   # empty-result kinds shown under empty_input=neutral
 
     def shown(self, dim: str) -> tuple[str, ...]:
         return tuple(self.stated.get(dim, ()))
@@ -169,8 +171,17 @@ def session_refuters(content: TaskContent, source: VariantSource | None, values:
     return refuters
 
 
+def neutral_unknowable(position: int, dim: str, value: str, kind: str | None, memory: CellMemory) -> bool:
+    """A held-out session cannot hide empty_input=neutral where the natural empty result is a
+    bool, a sentinel or anything but the empty container, 0 or "" (`empty_results`), unless the
+    same user's history showed the neutral value for a task of the same return kind."""
+    return (position > HISTORY_SIZE and dim == "empty_input" and value == "neutral"
+            and not knowable(kind) and kind not in memory.neutral_kinds)
+
+
 def plan_session(cell: Cell, position: int, content: TaskContent, source: VariantSource | None,
-                 mechanisms: Mapping[str, Mechanism], memory: CellMemory, seed: int, examples=None) -> SessionPlan:
+                 mechanisms: Mapping[str, Mechanism], memory: CellMemory, seed: int, examples=None,
+                 empty_kind: str | None = None) -> SessionPlan:
     """Plan one session. `memory` holds what earlier history sessions of the cell stated; the
     caller records this plan's statements into it afterwards (`remember`). `examples` (a
     visible_examples.ExampleCheck) refuses task items whose misreading a visible example refutes."""
@@ -186,7 +197,8 @@ def plan_session(cell: Cell, position: int, content: TaskContent, source: Varian
     for d in dims:
         shown = memory.shown(d)
         hide = (role in ("learn", "reuse") or bool(shown) or (role == "mixed" and rng.random() < HIDE_UNSHOWN))
-        if role == "convention_only" and not shown:
+        if (role == "convention_only" and not shown) or neutral_unknowable(position, d, cell.profile[d],
+                                                                            empty_kind, memory):
             hide = False
         if not hide:
             stated.append((d, cell.profile[d]))
@@ -220,10 +232,15 @@ def plan_session(cell: Cell, position: int, content: TaskContent, source: Varian
                        guess, single, refused)
 
 
-def remember(plan: SessionPlan, memory: CellMemory) -> None:
-    """Record what a history session states: its asked-about conventions and its plain statements."""
+def remember(plan: SessionPlan, memory: CellMemory, empty_kind: str | None = None) -> None:
+    """Record what a history session states: its asked-about conventions and its plain statements
+    (and, under empty_input=neutral, the return kind of the task's empty result)."""
     if plan.position > HISTORY_SIZE:
         return
+    shown = {i.dimension for i in plan.items if i.kind == "convention" and not i.apply_unasked} | {
+        d for d, _ in plan.stated}
+    if empty_kind is not None and "empty_input" in shown and dict(plan.values).get("empty_input") == "neutral":
+        memory.neutral_kinds.add(empty_kind)
     for item in plan.items:
         if item.kind == "convention" and not item.apply_unasked:
             memory.record(item.dimension, plan.session_id)
