@@ -142,6 +142,9 @@ def test_committed_dataset_validates_and_reports_the_oracle_bound():
     assert facts["heldout_fully_resolvable"] >= facts["heldout_needing_history"] >= 120
     assert facts["heldout_task_keypoints_refused_by_visible_examples"] > 0
     assert sum(facts["heldout_neutral_items_by_return_kind"].values()) > 0
+    # a seeded share of history traces fails twice before the repair
+    assert facts["history_two_failed_attempts"] >= 20
+    assert max(int(k) for k in facts["history_turn_histogram"]) >= 6
 
 
 def test_an_unknowable_neutral_is_hidden_only_where_the_history_showed_it():

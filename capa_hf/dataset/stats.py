@@ -41,6 +41,11 @@ def trace_turns(row: Mapping) -> int:
     return sum(1 for t in row["turns"] if t["role"] == "assistant")
 
 
+def failed_attempts(row: Mapping) -> int:
+    """Code submissions in the trace that were not the last (each one failed: the trace goes on)."""
+    return max(sum(1 for t in row["turns"] if t["role"] == "assistant" and "```" in t["content"]) - 1, 0)
+
+
 def failed_first(row: Mapping) -> bool:
     """The trace's first assistant turn submitted code that did not pass (a guess, then repair)."""
     turns = [t["content"] for t in row["turns"] if t["role"] == "assistant"]
@@ -86,6 +91,7 @@ def dataset_stats(sessions: Iterable, cells: Iterable = (), humaneval_values: Ma
         "history_turn_histogram": {str(k): v for k, v in sorted(hist_turns.items())},
         "history_turn1_share": round(hist_turns.get(1, 0) / max(len(hist), 1), 4),
         "history_failed_first_share": round(sum(1 for r in hist if failed_first(r)) / max(len(hist), 1), 4),
+        "history_two_failed_attempts": sum(1 for r in hist if failed_attempts(r) >= 2),
     }
     if humaneval_values is not None:
         out["heldout_needing_non_humaneval_value"] = non_he
