@@ -90,3 +90,24 @@ def test_back_references_only_after_the_point_came_up(drafts):
     assert checked > 50 and kept > 0
     assert HISTORY_SIZE == 5
 
+
+def test_a_stand_in_fits_the_keypoint_it_replaces(drafts):
+    from capa_hf.generation.stand_ins import fits
+
+    w, out = drafts
+    kp = next(k for k in w.content.tasks["HumanEval/140"].keypoints if k.id == "kp_04")   # a long run -> a dash
+    assert not fits("Order and selection are the same as in every other helper of ours.", kp)
+    assert fits("The usual flow applies, step for step.", kp)
+    families = {op: [f for fam in w.phrases[op].values() for f in fam] for op in ("habitual", "operator", "deixis")}
+    checked = 0
+    for cell, d in out:
+        kps = {k.id: k for k in w.content.tasks[d.plan.task_id].keypoints}
+        for h in d.realization.hidden_items:
+            op = w.content.mechanisms[h.mechanism].operation
+            if h.kind != "task" or op not in families or not h.obscured_as:
+                continue
+            used = [f for f in families[op] if _matches(f, h.obscured_as)]
+            if used:
+                checked += 1
+                assert any(fits(f, kps[h.keypoint_id]) for f in used), (d.session_id, h.obscured_as)
+    assert checked > 50

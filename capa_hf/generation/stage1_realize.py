@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from capa_hf.generation.persona_voice import persona_voice
+from capa_hf.generation.stand_ins import fitting
 from capa_hf.generation.stage1_lexicon import Mapping, fix_articles, mapping_for, wants_an
 from capa_hf.generation.stage1_plan import PlannedItem, SessionPlan
 from capa_hf.schema import Cell, HiddenItem, Lexicon, Persona, TaskContent
@@ -164,7 +165,10 @@ class TemplateRealizer:
             return kp.vague, []
         if op == "lexicon":
             return mapping.swap(kp.vague)
-        family = in_voice(ctx.phrases[op][kp.category], ctx.persona, op, kp.category)
+        # only phrases that can stand for this keypoint (stand_ins); else its own vague line
+        family = fitting(in_voice(ctx.phrases[op][kp.category], ctx.persona, op, kp.category), kp)
+        if not family:
+            return kp.vague, []
         return fill(user_phrasing(family, ctx, item.mechanism.id, kp.category), ctx), []
 
     def clarify(self, ctx: RequestContext, item: PlannedItem, glosses: list) -> str:
