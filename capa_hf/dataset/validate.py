@@ -171,6 +171,31 @@ def check_sessions(tables: dict, report: ValidationReport) -> None:
                              f"(expected at least {MIN_CONVENTION_ONLY_SHARE:.0%})")
 
 
+def check_review(folder: Path, tables: dict, report: ValidationReport) -> None:
+    """The blind review's counts, when docs/review/results/<version>.yaml exists for this version."""
+    from capa_hf.dataset.review import load_review, review_counts, review_file
+
+    manifest = folder / MANIFEST
+    if not manifest.is_file() or ("default", "heldout") not in tables or ("default", "history") not in tables:
+        return
+    version = json.loads(manifest.read_text()).get("version", "?")
+    path = review_file(version)
+    if not path.is_file():
+        report.notes.append(f"blind review: none for version {version} ({path.name} under docs/review/results/; "
+                            "rubric: docs/review/rubric.md)")
+        return
+    try:
+        review = load_review(path)
+    except CapaError as exc:
+        report.errors.append(str(exc))
+        return
+    if review.dataset_version != version:
+        report.errors.append(f"{path}: reviews version {review.dataset_version}, the folder is {version}")
+        return
+    ids = {s: set(tables[("default", s)].column("session_id").to_pylist()) for s in ("heldout", "history")}
+    report.facts["blind_review"] = review_counts(review, ids["heldout"], ids["history"])
+
+
 def validate_folder(folder: Path) -> ValidationReport:
     report = ValidationReport(folder)
     if not folder.is_dir():
@@ -179,4 +204,5 @@ def validate_folder(folder: Path) -> ValidationReport:
     tables = check_files(folder, report)
     check_card(folder, tables, report)
     check_sessions(tables, report)
+    check_review(folder, tables, report)
     return report
