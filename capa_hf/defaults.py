@@ -53,6 +53,7 @@ MIN_CONVENTION_ONLY_SHARE = 0.40
 HISTORY_REUSE_SHARE = 0.12       # history sessions that only reuse conventions shown earlier
 GUESS_FIRST_SHARE = 0.24         # history learn sessions whose assistant guesses first and repairs (about 20% of all)
 APPLY_WITHOUT_ASKING = 0.5       # chance a convention already shown in the cell is applied unasked
+SECOND_ATTEMPT_SHARE = 0.6       # of those guess-first sessions: all answers in, the assistant slips once more, then repairs
 
 # --- Generation -----------------------------------------------------------------------------
 MAX_ATTEMPTS = 5                 # Stage 3 regenerations per session

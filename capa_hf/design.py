@@ -262,11 +262,24 @@ def repair_coverage(state: _State) -> None:
                     for k in range(HISTORY_SIZE) for c2 in range(N_CELLS) for k2 in range(HISTORY_SIZE))
 
 
-def assign_roles(state: _State, rng: random.Random) -> list[list[str]]:
+def _teaches(state: _State, c: int, t: str, profile: Mapping[str, str] | None,
+             humaneval_values: Mapping[str, Mapping[str, str]] | None) -> bool:
+    """Whether a convention-only session of task t in cell c needs the history: a dimension the
+    history showed takes a value other than HumanEval's (the task's defaults then fail)."""
+    if profile is None or humaneval_values is None:
+        return False
+    he = humaneval_values.get(t, {})
+    return any(profile[d] != he.get(d, profile[d]) for d in state.dims[t] & state.revealed(c))
+
+
+def assign_roles(state: _State, rng: random.Random, profiles: Sequence[Mapping[str, str]] | None = None,
+                 humaneval_values: Mapping[str, Mapping[str, str]] | None = None) -> list[list[str]]:
     """Per cell, the role of each of the 10 positions (see capa_hf.schema.cell.ROLE_DOC).
 
-    Candidates whose conventions span both mechanisms come first; single-mechanism ones fill up
-    to the targets only when there are not enough of the first kind."""
+    Convention-only candidates that need the history (`_teaches`, when `profiles` and
+    `humaneval_values` are given) come first; within each group, candidates whose conventions
+    span both mechanisms come before single-mechanism ones, which fill up to the targets only
+    when there are not enough of the first kind."""
     conv = {"strict": [], "single": []}
     reuse = {"strict": [], "single": []}
     for c in range(N_CELLS):
@@ -281,7 +294,11 @@ def assign_roles(state: _State, rng: random.Random) -> list[list[str]]:
     for lists in (conv, reuse):
         for v in lists.values():
             rng.shuffle(v)
-    conv_set = set((conv["strict"] + conv["single"])[:math.ceil(CONVENTION_ONLY_SHARE * N_SLOTS)])
+    ranked = conv["strict"] + conv["single"]
+    if profiles is not None and humaneval_values is not None:
+        teach = {(c, i) for c, i in ranked if _teaches(state, c, state.held[c][i], profiles[c], humaneval_values)}
+        ranked = [x for x in ranked if x in teach] + [x for x in ranked if x not in teach]
+    conv_set = set(ranked[:math.ceil(CONVENTION_ONLY_SHARE * N_SLOTS)])
     reuse_set = set((reuse["strict"] + reuse["single"])[:math.ceil(HISTORY_REUSE_SHARE * N_SLOTS)])
     return [["reuse" if (c, k) in reuse_set else "learn" for k in range(HISTORY_SIZE)]
             + ["convention_only" if (c, i) in conv_set else "mixed" for i in range(HISTORY_SIZE)]
@@ -295,11 +312,13 @@ def make_design(
     dimensions: Mapping[str, Sequence[str]],
     seed: int = 0,
     patterns: Mapping[str, Sequence[str]] | None = None,
+    humaneval_values: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[Cell]:
     """A pure function of its inputs: the same seed gives the same 60 cells.
 
     `task_dims` maps every task id to the dimensions it exercises; `dimensions` maps every
-    dimension to its value ids.
+    dimension to its value ids. `humaneval_values` (task id -> dimension -> HumanEval's value)
+    lets convention-only roles go first to sessions that need the history (see assign_roles).
     """
     if len(persona_ids) != 10 or len(set(persona_ids)) != 10:
         raise DesignError(f"need 10 distinct personas, got {list(persona_ids)}")
@@ -331,7 +350,7 @@ def make_design(
     if uncovered:
         raise DesignError(f"{len(uncovered)} held-out sessions exercise no dimension of their cell's history, "
                           f"e.g. {uncovered[:3]}")
-    roles = assign_roles(state, rng)
+    roles = assign_roles(state, rng, profiles, humaneval_values)
     cells = []
     for c in range(N_CELLS):
         chosen = {}
@@ -374,6 +393,7 @@ def default_design(seed: int = 0) -> list[Cell]:
         list(content.personas), list(content.mechanisms), task_dimensions(content, list(load_tasks())),
         {d.id: d.value_ids() for d in content.dimensions.values()}, seed=seed,
         patterns={m.id: [p.id for p in m.patterns] for m in content.mechanisms.values()},
+        humaneval_values={t: dict(s.dimensions) for t, s in content.variants.items()},
     )
 
 

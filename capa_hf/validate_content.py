@@ -28,6 +28,7 @@ class ContentReport:
     n_personas: int = 0
     variants: object | None = None      # VariantReport when the sandbox checks ran
     user: list[str] = field(default_factory=list)   # the scripted user's fidelity figures
+    examples: object | None = None      # visible_examples.ExampleCheck when the sandbox checks ran
 
     @property
     def ok(self) -> bool:
@@ -40,6 +41,8 @@ class ContentReport:
         if self.variants is not None:
             lines += self.variants.lines()
         lines += self.user
+        if self.examples is not None:
+            lines += self.examples.lines()
         lines += [f"ERROR {e}" for e in self.errors]
         lines.append("content OK" if self.ok else f"{len(self.errors)} problems")
         return "\n".join(lines)
@@ -108,10 +111,33 @@ def check_variants(content: Content, report: ContentReport, strict: bool, only: 
     if strict and missing:
         report.errors.append(f"{len(missing)} tasks have no variants file (capa_hf/data/variants/), "
                              f"e.g. {missing[:3]}")
+    from capa_hf.variants.visible_examples import check_examples, load_keypoint_examples
+
+    examples = {t: e for t, e in load_keypoint_examples().items() if only is None or t in only}
     with SandboxPool() as pool:
         vr = verify_variants(sources, load_tasks(), content.tasks, content.dimensions, pool)
+        report.examples = check_examples(examples, content.variants, load_tasks(), content.tasks,
+                                         content.dimensions, pool)
+        if only is None:
+            report.errors += check_empty_results(content, pool)
     report.variants = vr
-    report.errors += vr.errors
+    report.errors += vr.errors + report.examples.errors
+
+
+def check_empty_results(content: Content, pool) -> list[str]:
+    """capa_hf/data/empty_results.yaml: every task with an empty_input dimension has an entry, and
+    the neutral reference on its empty call returns the recorded result (in the sandbox)."""
+    from capa_hf.generation.empty_results import empty_result_jobs, load_empty_results
+
+    recorded = load_empty_results()
+    errors = [f"empty_results.yaml: no entry for {t}" for t, s in content.variants.items()
+              if "empty_input" in s.dimensions and t not in recorded]
+    jobs = empty_result_jobs(content.variants, load_tasks(), content.dimensions)
+    for (tid, result, _), v in zip(jobs, pool.check_many([j for _, _, j in jobs])):
+        if not v.passed:
+            errors.append(f"empty_results.yaml: {tid} under empty_input=neutral does not return {result!r} "
+                          f"({v.status}: {v.failure})")
+    return errors
 
 
 def check_user_data(content: Content, report: ContentReport) -> None:

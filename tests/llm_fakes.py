@@ -10,7 +10,8 @@ from capa_hf.content import load_user_lines
 from capa_hf.prompts import prompt_text
 from capa_hf.simulator.brief import UserBrief
 
-SESSION = "C01-S06"          # HumanEval/40 (triples_sum_to_zero): three task items and a convention item
+SESSION = "C01-S06"          # the first held-out session of cell C01 (the evaluation tests play C01)
+USER_SESSION = "C20-S08"     # HumanEval/40 (triples_sum_to_zero): two task items and a convention item
 
 
 def drive(gen, answer):
@@ -36,7 +37,7 @@ def plan_json(focus, need=True, rationale="the assistant asked about it") -> str
     return json.dumps({"clarification_needed": need, "focus": focus, "rationale": rationale})
 
 
-def session_brief(data, session_id: str = SESSION) -> UserBrief:
+def session_brief(data, session_id: str = USER_SESSION) -> UserBrief:
     from capa_hf.evaluation.capa_source import brief
 
     return brief(data.heldout[session_id], data, load_user_lines())

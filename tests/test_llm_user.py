@@ -23,8 +23,9 @@ QUESTION = "Before I write it: what exactly goes in, and what should come back?"
 def brief(capa_data):
     b = session_brief(capa_data)
     ids = [h.id for h in b.hidden_items]
-    assert ids == ["h1", "h2", "h3", "h4"] and "three elements" in b.hidden_items[1].clarification, \
-        "the pinned session C01-S06 changed; pick another with two task items"
+    assert ids == ["h1", "h2", "h3"] and "three different positions" in b.hidden_items[1].clarification \
+        and b.hidden_items[2].dimension == "empty_input", \
+        "the pinned session C20-S08 changed; pick another with two task items and a convention item"
     return b
 
 
@@ -50,7 +51,7 @@ def test_valid_plan_and_message_are_sent_as_written(brief):
     assert out == msg and user.revealed == ["h1"]
     assert [c.role for c in calls] == ["user", "user"] and is_planner(calls[0].messages)
     planner_view = calls[0].messages[1]["content"]
-    assert brief.reference.strip() in planner_view and brief.hidden_items[3].clarification in planner_view
+    assert brief.reference.strip() in planner_view and brief.hidden_items[2].clarification in planner_view
     assert QUESTION in planner_view and brief.initial_request in planner_view
     expression_view = " ".join(m["content"] for m in calls[1].messages)
     assert brief.hidden_items[0].clarification in expression_view      # the focus, to convey
@@ -106,10 +107,10 @@ def test_parroting_the_instructions_is_regenerated(brief):
 
 def test_a_valid_second_answer_is_used(brief):
     user = LLMUser(brief)
-    drive(user.respond(QUESTION, None), scripted_answers(["nope", plan_json("h4")],
+    drive(user.respond(QUESTION, None), scripted_answers(["nope", plan_json("h3")],
                                                          ["An empty list is a caller bug to me, so raise ValueError."]))
     entry = user.log[0]["planner"]
-    assert entry["retried"] and not entry["fallback"] and entry["focus"] == "h4" and user.revealed == ["h4"]
+    assert entry["retried"] and not entry["fallback"] and entry["focus"] == "h3" and user.revealed == ["h3"]
 
 
 def test_pasted_code_is_regenerated_then_replaced_by_the_scripted_message(brief):
@@ -130,7 +131,7 @@ def test_pasted_code_is_regenerated_then_replaced_by_the_scripted_message(brief)
 
 def test_leaking_another_item_is_regenerated_and_a_clean_retry_is_sent(brief):
     user = LLMUser(brief)
-    leak = "It takes whole numbers and answers True or False. Also, it looks for three elements that add up to exactly 0."
+    leak = "It takes whole numbers and answers True or False. Also: " + brief.hidden_items[1].clarification
     clean = "It takes whole numbers and answers True or False, that's all."
     out, _ = drive(user.respond(QUESTION, None), scripted_answers([plan_json("h1")], [leak, clean]))
     assert out == clean and user.revealed == ["h1"]
@@ -144,7 +145,7 @@ def test_leaking_twice_falls_back(brief):
     leak = "Integers in, bool out. And if the list is empty, raise ValueError because an empty input is a caller bug."
     out, _ = drive(user.respond(QUESTION, None), scripted_answers([plan_json("h1")], [leak, leak + " Really."]))
     assert user.log[0]["expression"]["fallback"] and out == brief.hidden_items[0].clarification
-    assert "h4" not in user.revealed
+    assert "h3" not in user.revealed
 
 
 def test_after_a_failure_the_reaction_and_failing_check_flow_through(brief):

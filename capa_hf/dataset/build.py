@@ -19,6 +19,7 @@ from capa_hf.dataset.features import LAYOUT
 from capa_hf.dataset.rows import cell_row, dimension_row, mechanism_row, persona_row, session_row, task_row
 from capa_hf.dataset.stats import dataset_stats
 from capa_hf.errors import CapaError
+from capa_hf.generation.empty_results import empty_kinds
 from capa_hf.generation.pipeline import generate
 from capa_hf.humaneval import load_tasks
 from capa_hf.specs import llm_spec
@@ -26,6 +27,9 @@ from capa_hf.variants.catalog import VariantCatalog
 from capa_hf.version import PIPELINE_VERSION
 
 MANIFEST = "capa_manifest.json"
+# held-out (session, task keypoint) pairs kept visible because the visible text refutes the
+# keypoint's misreading: known only at build time, so the manifest carries it to `capa validate`
+REFUSED_FACT = "heldout_task_keypoints_refused_by_visible_examples"
 
 
 def arrow_table(rows: list[dict], features) -> pa.Table:
@@ -73,7 +77,9 @@ def build_dataset(out: Path, seed: int = 0, version: str | None = None, engine=N
         write_parquet(table, path)
         files[paths[split]] = {"config": config, "split": split, "rows": len(split_rows),
                                "bytes": path.stat().st_size, "num_bytes": table.nbytes, "sha256": sha256(path)}
-    facts = dataset_stats(sessions, cells, {t: dict(s.dimensions) for t, s in content.variants.items()})
+    facts = dataset_stats(sessions, cells, {t: dict(s.dimensions) for t, s in content.variants.items()},
+                          empty_kinds())
+    facts[REFUSED_FACT] = stats.refused_by_examples
     assistant = "the reference assistant" if engine is None else \
         f"`{engine_label(engine)}` (reference fallback when unresolved)"
     writer = ("template realizer (curated keypoints, conventions, persona voice kits, discipline lexicons)"

@@ -94,6 +94,23 @@ def _facts_table(facts: dict) -> str:
     return "\n".join(f"| {k.replace('_', ' ')} | {v} |" for k, v in facts.items())
 
 
+def oracle_paragraph(facts: dict) -> str:
+    """What the oracle FT-ES is, and next to it the sessions that need history."""
+    n = facts.get("heldout_sessions", 0)
+    full = facts.get("heldout_fully_resolvable", 0)
+    need = facts.get("heldout_needing_history")
+    text = (f"**Oracle FT-ES {100 * facts.get('oracle_ft_es', 0):.1f}%** ({full} of {n} held-out sessions): the "
+            "first-turn success of an assistant that applies every convention shown in the cell's history and "
+            "asks about nothing else. It solves exactly the fully resolvable held-out sessions. It is not an "
+            "upper bound on what a model can reach, and not all of it is owed to history: some of those "
+            "sessions also pass with HumanEval's defaults and no history.")
+    if need is not None:
+        text += (f" **{need} of {n} held-out sessions need history** ({100 * need / max(n, 1):.1f}%): fully "
+                 "resolvable from it, with a hidden convention whose value is not HumanEval's, so HumanEval's "
+                 "defaults fail them and the user's conventions pass them.")
+    return text
+
+
 def render_card(version: str, files: dict, generation: str, stage3: str, facts: dict) -> str:
     path = CARD_DIR / "README.md"
     if not path.is_file():
@@ -109,7 +126,8 @@ def render_card(version: str, files: dict, generation: str, stage3: str, facts: 
     return Template(path.read_text(encoding="utf-8")).substitute(
         yaml_header=header, version=version, n_sessions=n_sessions, n_cells=by_split[("cells", "train")]["rows"],
         config_table=table, generation=generation, stage3=stage3, facts=_facts_table(facts), paper=PAPER,
-        loading=loading_section(None, version).rstrip("\n"))
+        loading=loading_section(None, version).rstrip("\n"),
+        oracle=oracle_paragraph(facts))
 
 
 def read_card_header(text: str, where: str) -> dict:

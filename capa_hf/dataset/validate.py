@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from capa_hf.dataset.build import MANIFEST, sha256
+from capa_hf.dataset.build import MANIFEST, REFUSED_FACT, sha256
 from capa_hf.dataset.card import read_card_header
 from capa_hf.dataset.features import LAYOUT
 from capa_hf.dataset.stats import dataset_stats, history_positions_ok
@@ -28,6 +28,7 @@ class ValidationReport:
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     facts: dict = field(default_factory=dict)
+    build_facts: dict = field(default_factory=dict)    # facts only the build knows (from the manifest)
 
     @property
     def ok(self) -> bool:
@@ -54,7 +55,9 @@ def check_files(folder: Path, report: ValidationReport) -> dict:
     manifest_path = folder / MANIFEST
     manifest = {}
     if manifest_path.is_file():
-        manifest = json.loads(manifest_path.read_text()).get("files", {})
+        whole = json.loads(manifest_path.read_text())
+        manifest = whole.get("files", {})
+        report.build_facts = {k: v for k, v in whole.get("stats", {}).items() if k == REFUSED_FACT}
     else:
         report.errors.append(f"{manifest_path}: missing manifest")
     for config, (features, files) in LAYOUT.items():
@@ -158,11 +161,39 @@ def check_sessions(tables: dict, report: ValidationReport) -> None:
     if ("tasks", "train") in tables:
         he_values = {t["task_id"]: {d["dimension"]: d["humaneval_value"] for d in t["dimensions"]}
                      for t in tables[("tasks", "train")].to_pylist()}
-    report.facts = dataset_stats(rows, humaneval_values=he_values)
+    from capa_hf.generation.empty_results import empty_kinds
+
+    report.facts = {**dataset_stats(rows, humaneval_values=he_values, empty_kinds=empty_kinds()),
+                    **report.build_facts}
     share = report.facts["heldout_by_role"].get("convention_only", 0) / max(report.facts["heldout_sessions"], 1)
     if share < MIN_CONVENTION_ONLY_SHARE:
         report.errors.append(f"only {share:.0%} of held-out sessions hide conventions alone "
                              f"(expected at least {MIN_CONVENTION_ONLY_SHARE:.0%})")
+
+
+def check_review(folder: Path, tables: dict, report: ValidationReport) -> None:
+    """The blind review's counts, when docs/review/results/<version>.yaml exists for this version."""
+    from capa_hf.dataset.review import load_review, review_counts, review_file
+
+    manifest = folder / MANIFEST
+    if not manifest.is_file() or ("default", "heldout") not in tables or ("default", "history") not in tables:
+        return
+    version = json.loads(manifest.read_text()).get("version", "?")
+    path = review_file(version)
+    if not path.is_file():
+        report.notes.append(f"blind review: none for version {version} ({path.name} under docs/review/results/; "
+                            "rubric: docs/review/rubric.md)")
+        return
+    try:
+        review = load_review(path)
+    except CapaError as exc:
+        report.errors.append(str(exc))
+        return
+    if review.dataset_version != version:
+        report.errors.append(f"{path}: reviews version {review.dataset_version}, the folder is {version}")
+        return
+    ids = {s: set(tables[("default", s)].column("session_id").to_pylist()) for s in ("heldout", "history")}
+    report.facts["blind_review"] = review_counts(review, ids["heldout"], ids["history"])
 
 
 def validate_folder(folder: Path) -> ValidationReport:
@@ -173,4 +204,5 @@ def validate_folder(folder: Path) -> ValidationReport:
     tables = check_files(folder, report)
     check_card(folder, tables, report)
     check_sessions(tables, report)
+    check_review(folder, tables, report)
     return report

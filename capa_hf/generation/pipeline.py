@@ -22,9 +22,10 @@ from runners.engine import engine_label
 from runners.types import Sampling
 
 from capa_hf.content import Content, load_assistant_lines, load_content, load_stage1_phrases, load_user_lines
-from capa_hf.defaults import GREEDY, MAX_ATTEMPTS, STAGE2_MAX_TOKENS, USER
+from capa_hf.defaults import GREEDY, HISTORY_SIZE, MAX_ATTEMPTS, STAGE2_MAX_TOKENS, USER
 from capa_hf.design import default_design
 from capa_hf.errors import CapaError
+from capa_hf.generation.empty_results import empty_kinds
 from capa_hf.generation.stage1_llm import FALLBACK, check_llm_request, realizer_of
 from capa_hf.generation.stage1_plan import CellMemory, SessionPlan, plan_session, remember, session_id
 from capa_hf.generation.stage1_realize import Realization, Realizer, RequestContext, TemplateRealizer
@@ -40,6 +41,7 @@ from capa_hf.simulator.cast import cast_episode
 from capa_hf.simulator.judges import SandboxJudge
 from capa_hf.simulator.problem import Problem
 from capa_hf.variants.catalog import VariantCatalog
+from capa_hf.variants.visible_examples import ExampleCheck, check_examples, load_keypoint_examples
 from capa_hf.version import PIPELINE_VERSION
 
 
@@ -62,6 +64,7 @@ class BuildStats:
     regenerated: int = 0
     fallbacks: int = 0
     single_mechanism: int = 0                              # sessions where only one mechanism could act
+    refused_by_examples: int = 0                           # held-out (session, keypoint) pairs the visible text settles
     attempts: Counter = field(default_factory=Counter)     # accepted attempt -> sessions
     realizer: str = "template"
     realizer_fallbacks: int = 0                            # LLM requests replaced by the template's
@@ -74,6 +77,8 @@ class BuildStats:
         out = [f"stage 3 {name:16} failures: {self.checks[name]}" for name in names]
         out.append(f"regenerated sessions: {self.regenerated}   fallbacks to reference: {self.fallbacks}")
         out.append(f"sessions with only one mechanism at work (design relaxation): {self.single_mechanism}")
+        out.append(f"held-out task keypoints kept visible because the visible text refutes their misreading: "
+                   f"{self.refused_by_examples}")
         if self.realizer != "template":
             out.append(f"requests written by {self.realizer}; replaced by the template's on the last attempt: "
                        f"{self.realizer_fallbacks}")
@@ -104,15 +109,17 @@ class World:
                    load_stage1_phrases(), load_user_lines(), load_assistant_lines())
 
 
-def plan_cells(cells: list[Cell], world: World, seed: int) -> dict[str, SessionPlan]:
-    """Stage 1 plans, a cell's positions in order (later sessions know what earlier ones showed)."""
+def plan_cells(cells: list[Cell], world: World, seed: int, examples=None) -> dict[str, SessionPlan]:
+    """Stage 1 plans, a cell's positions in order (later sessions know what earlier ones showed).
+    `examples` (visible_examples.ExampleCheck) keeps task items the visible text settles visible."""
     plans = {}
+    kinds = empty_kinds()
     for cell in cells:
         memory = CellMemory()
         for pos, tid in enumerate(cell.task_ids, 1):
             plan = plan_session(cell, pos, world.content.tasks[tid], world.content.variants.get(tid),
-                                world.content.mechanisms, memory, seed)
-            remember(plan, memory)
+                                world.content.mechanisms, memory, seed, examples, kinds.get(tid))
+            remember(plan, memory, kinds.get(tid))
             plans[plan.session_id] = plan
     return plans
 
@@ -243,7 +250,6 @@ def generate(seed: int = 0, realizer: Realizer | None = None, engine: Any = None
     world = World.load(content)
     cells = cells if cells is not None else default_design(seed)
     realizer = realizer or TemplateRealizer()
-    plans = plan_cells(cells, world, seed)
     slots = voice_slots(cells)
     stats = BuildStats(realizer=realizer.name, consistency_by=consistency.name if consistency else None)
     checked: dict[str, dict] = {}         # cell id -> position -> TraceToCheck of accepted sessions
@@ -254,6 +260,9 @@ def generate(seed: int = 0, realizer: Realizer | None = None, engine: Any = None
     assistant_name = "reference" if engine is None else engine_label(engine)
     stuck: list[str] = []
     with SandboxJudge() as judge:
+        examples = visible_example_check(world, judge.pool, {t for c in cells for t in c.task_ids})
+        plans = plan_cells(cells, world, seed, examples)
+        stats.refused_by_examples = sum(len(p.refused) for p in plans.values() if p.position > HISTORY_SIZE)
         for attempt in range(MAX_ATTEMPTS):
             if not pending:
                 break
@@ -293,6 +302,19 @@ def generate(seed: int = 0, realizer: Realizer | None = None, engine: Any = None
                         "content they name):\n" + "\n".join(stuck))
     sessions = [accepted[sid] for sid in by_id]
     return cells, sessions, stats, traces
+
+
+def visible_example_check(world: World, pool, task_ids: set[str]) -> ExampleCheck:
+    """The stated examples of the visible sentences, run in the sandbox against every variant's
+    misreadings (`capa validate-content` also runs them against every reference)."""
+    content = world.content
+    examples = {t: e for t, e in load_keypoint_examples().items() if t in task_ids}
+    check = check_examples(examples, content.variants, world.tasks, content.tasks, content.dimensions, pool,
+                           references=False)
+    if check.errors:
+        raise CapaError(f"{len(check.errors)} visible examples do not hold (run `capa validate-content`):\n"
+                        + "\n".join(check.errors[:20]))
+    return check
 
 
 def _to_check(d: Draft, result: dict, world: World) -> TraceToCheck:

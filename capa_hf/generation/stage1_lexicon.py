@@ -1,20 +1,53 @@
-"""Domain-cognitive polysemy: swap common CS nouns for a discipline's established nouns."""
+"""Domain-cognitive polysemy: swap common CS nouns for a discipline's established nouns.
+
+Only entity nouns in open text are swapped. What stays as written:
+- type words (`TYPE_WORDS`: "list", "string", "integer", ...): a request that says what a
+  function returns keeps saying it ("returns the words as strings", not "... as waybills");
+- idioms and fixed phrases (capa_hf/data/lexicon_keep.yaml: "in a row", "at a time", ...);
+- literals: anything quoted or in backticks.
+`fix_articles` then makes every article agree with the noun that follows it."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from capa_hf.schema import Lexicon
 
 # Entities swapped inside sentences. Verb-like entities (sort, filter, count, set) are left out:
 # in running text they are mostly verbs, and swapping a verb for a noun breaks the sentence.
+# Type words are left out too: they say what goes in and comes out.
+TYPE_WORDS = ("list", "array", "sequence", "dictionary", "string", "integer", "float", "tuple", "boolean")
 SWAPPABLE = (
-    "list", "array", "sequence", "dictionary", "string", "character", "word", "sentence", "integer",
-    "number", "float", "digit", "tuple", "pair", "element", "sum", "product", "maximum", "minimum",
-    "average", "prefix", "suffix", "substring", "graph", "matrix", "row", "column", "interval",
-    "duplicate", "vowel", "letter", "boolean",
+    "character", "word", "sentence", "number", "digit", "pair", "element", "sum", "product", "maximum",
+    "minimum", "average", "prefix", "suffix", "substring", "graph", "matrix", "row", "column", "interval",
+    "duplicate", "vowel", "letter",
 )
+_LITERAL = re.compile(r"(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"|`[^`\n]*`")
+
+
+@lru_cache(maxsize=1)
+def kept_phrases() -> tuple[str, ...]:
+    """Idioms and fixed phrases no swap may touch (capa_hf/data/lexicon_keep.yaml)."""
+    from capa_hf.data_files import read_yaml
+    from capa_hf.errors import DataFileError
+    from capa_hf.paths import DATA_DIR
+
+    path = DATA_DIR / "lexicon_keep.yaml"
+    raw = read_yaml(path)
+    if not isinstance(raw, dict) or not isinstance(raw.get("keep"), list) or not all(
+            isinstance(p, str) and p.strip() for p in raw["keep"]):
+        raise DataFileError(path, "expected a 'keep' list of phrases", field="keep")
+    return tuple(sorted({p.strip().lower() for p in raw["keep"]}, key=len, reverse=True))
+
+
+def protected_spans(text: str, phrases: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Character ranges of literals and kept phrases."""
+    spans = [m.span() for m in _LITERAL.finditer(text)]
+    for phrase in phrases:
+        spans += [m.span() for m in re.finditer(r"\b" + re.escape(phrase) + r"\b", text, flags=re.IGNORECASE)]
+    return spans
 _IRREGULAR = {"matrix": "matrices", "index": "indices", "dictionary": "dictionaries",
               "maximum": "maxima", "minimum": "minima", "prefix": "prefixes", "suffix": "suffixes"}
 
@@ -35,13 +68,17 @@ class Mapping:
 
     lexicon_id: str
     nouns: dict  # entity -> (sg, pl)
+    keep: tuple[str, ...] = ()   # phrases left as written (kept_phrases())
 
     def swap(self, text: str) -> tuple[str, list[tuple[str, str]]]:
         """Return the rewritten text and the (domain noun, cs noun) pairs used, in order."""
         used: list[tuple[str, str]] = []
+        spans = protected_spans(text, self.keep)
 
         def sub(match: re.Match) -> str:
             word = match.group(0)
+            if any(a <= match.start() < b for a, b in spans):
+                return word
             low = word.lower()
             before = text[: match.start()].rstrip()
             if not before or before[-1] in ".!?:;":
@@ -67,7 +104,7 @@ def mapping_for(lexicon: Lexicon, choose) -> Mapping:
         if terms:
             t = terms[choose(entity, len(terms))]
             nouns[entity] = (t.sg, t.pl)
-    return Mapping(lexicon.id, nouns)
+    return Mapping(lexicon.id, nouns, kept_phrases())
 
 
 # Words spelled with a leading vowel letter but said with a consonant sound, and the reverse.

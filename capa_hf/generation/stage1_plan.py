@@ -16,9 +16,10 @@ same value (`revealed_in`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 from capa_hf.defaults import APPLY_WITHOUT_ASKING, GUESS_FIRST_SHARE, HISTORY_SIZE
+from capa_hf.generation.empty_results import knowable
 from capa_hf.schema import Cell, Keypoint, Mechanism, TaskContent
 from capa_hf.schema.convention import VariantSource
 from capa_hf.seeding import rng_for
@@ -55,6 +56,7 @@ class SessionPlan:
     stated: tuple[tuple[str, str], ...]          # dimensions stated plainly: (dimension, value)
     guess_first: bool = False                    # Stage 2: the reference assistant guesses first
     single_mechanism: bool = False               # only one mechanism could act (a counted relaxation)
+    refused: tuple[str, ...] = ()                # hideable keypoints the visible text settles in this session
 
     def hidden_dimensions(self) -> set[str]:
         return {i.dimension for i in self.items if i.kind == "convention"}
@@ -65,6 +67,7 @@ class CellMemory:
     """What the user has stated in the cell's history so far: dimension -> session ids."""
 
     stated: dict[str, list[str]] = field(default_factory=dict)
+    neutral_kinds: set[str] = field(default_factory=set)   # empty-result kinds shown under empty_input=neutral
 
     def shown(self, dim: str) -> tuple[str, ...]:
         return tuple(self.stated.get(dim, ()))
@@ -101,13 +104,21 @@ def pick_task_item(free: list[Keypoint], mechanism: Mechanism, pattern_id: str |
     return free[0] if free else None
 
 
+# `refuters(keypoint_id)`: the visible sources (gist or keypoint ids) whose stated examples the
+# keypoint's misreading fails under the session's variant (capa_hf.variants.visible_examples)
+Refuters = Callable[[str], frozenset]
+
+
 def task_items(cell: Cell, role: str, items: list[PlannedItem], free: list[Keypoint],
-               mechanisms: Mapping[str, Mechanism], rng) -> list[PlannedItem]:
+               mechanisms: Mapping[str, Mechanism], rng, refuters: Refuters | None = None,
+               unseen: frozenset = frozenset()) -> list[PlannedItem]:
     """Task items by the v0.1 control, dealt round by round so both mechanisms get one first:
     1. each mechanism that obscures nothing yet takes one keypoint of its pattern's categories;
     2. a mechanism with no convention to obscure takes more, up to its `max_items`;
     3. a mechanism that obscures a convention sometimes takes one (a mixed held-out session
-       always gets at least one task item)."""
+       always gets at least one task item).
+    A keypoint is taken only while every source that refutes its misreading is out of sight:
+    hidden as a task item already, or in `unseen` (keypoints with no visible line)."""
     free = list(free)
     out: list[PlannedItem] = []
     mechs = sorted(cell.mechanisms)
@@ -116,7 +127,9 @@ def task_items(cell: Cell, role: str, items: list[PlannedItem], free: list[Keypo
     def take(m: str) -> bool:
         if len(items) + len(out) >= MAX_ITEMS:
             return False
-        kp = pick_task_item(free, mechanisms[m], cell.patterns.get(m))
+        hidden = unseen | {i.keypoint.id for i in out}
+        ok = [k for k in free if refuters is None or refuters(k.id) <= hidden]
+        kp = pick_task_item(ok, mechanisms[m], cell.patterns.get(m))
         if kp is None:
             return False
         free.remove(kp)
@@ -136,10 +149,42 @@ def task_items(cell: Cell, role: str, items: list[PlannedItem], free: list[Keypo
     return out
 
 
+def names_container(items: list[PlannedItem], stated: list[tuple[str, str]]) -> bool:
+    """Whether the request speaks of the result's container (stated, or obscured but not removed):
+    the return type is then named, and a `data_type` misreading that returns no container is ruled out."""
+    return any(d == "container" for d, _ in stated) or any(
+        i.dimension == "container" and i.mechanism.operation != "remove" for i in items)
+
+
+def session_refuters(content: TaskContent, source: VariantSource | None, values: Mapping[str, str],
+                     examples, items: list[PlannedItem], stated: list[tuple[str, str]]) -> Refuters:
+    """What refutes each hideable keypoint's misreading in this session: the visible sources whose
+    stated examples it fails (`examples`: a visible_examples.ExampleCheck, or None), and for a
+    `data_type` keypoint the container sentence when the request has one ("gist" stands for it:
+    it cannot be hidden)."""
+    typed = names_container(items, stated)
+    cats = {k.id: k.category for k in content.keypoints}
+
+    def refuters(kp: str) -> frozenset:
+        out = examples.refused_by(content.task_id, values, kp) if examples is not None else frozenset()
+        return out | {"gist"} if typed and cats.get(kp) == "data_type" else out
+    return refuters
+
+
+def neutral_unknowable(position: int, dim: str, value: str, kind: str | None, memory: CellMemory) -> bool:
+    """A held-out session cannot hide empty_input=neutral where the natural empty result is a
+    bool, a sentinel or anything but the empty container, 0 or "" (`empty_results`), unless the
+    same user's history showed the neutral value for a task of the same return kind."""
+    return (position > HISTORY_SIZE and dim == "empty_input" and value == "neutral"
+            and not knowable(kind) and kind not in memory.neutral_kinds)
+
+
 def plan_session(cell: Cell, position: int, content: TaskContent, source: VariantSource | None,
-                 mechanisms: Mapping[str, Mechanism], memory: CellMemory, seed: int) -> SessionPlan:
+                 mechanisms: Mapping[str, Mechanism], memory: CellMemory, seed: int, examples=None,
+                 empty_kind: str | None = None) -> SessionPlan:
     """Plan one session. `memory` holds what earlier history sessions of the cell stated; the
-    caller records this plan's statements into it afterwards (`remember`)."""
+    caller records this plan's statements into it afterwards (`remember`). `examples` (a
+    visible_examples.ExampleCheck) refuses task items whose misreading a visible example refutes."""
     sid = session_id(cell, position)
     role = cell.role_of(position) or ("learn" if position <= HISTORY_SIZE else "mixed")
     rng = rng_for(seed, "plan", sid)
@@ -152,7 +197,8 @@ def plan_session(cell: Cell, position: int, content: TaskContent, source: Varian
     for d in dims:
         shown = memory.shown(d)
         hide = (role in ("learn", "reuse") or bool(shown) or (role == "mixed" and rng.random() < HIDE_UNSHOWN))
-        if role == "convention_only" and not shown:
+        if (role == "convention_only" and not shown) or neutral_unknowable(position, d, cell.profile[d],
+                                                                            empty_kind, memory):
             hide = False
         if not hide:
             stated.append((d, cell.profile[d]))
@@ -160,8 +206,16 @@ def plan_session(cell: Cell, position: int, content: TaskContent, source: Varian
         unasked = position <= HISTORY_SIZE and bool(shown) and (role == "reuse" or rng.random() < APPLY_WITHOUT_ASKING)
         items.append(PlannedItem("convention", mechanisms[cell.dimension_mechanisms[d]],
                                  kps.get(conv_kp[d]) if d in conv_kp else None, d, cell.profile[d], shown, unasked))
+    refused: tuple[str, ...] = ()
     if role in ("learn", "mixed"):
-        items += task_items(cell, role, items, hideable_keypoints(content, source), mechanisms, rng)
+        free = hideable_keypoints(content, source)
+        refuters = session_refuters(content, source, dict(values), examples, items, stated)
+        neutral_lines = source.neutral_plain if source else {}
+        unseen = frozenset(k for k in conv_kp.values() if k not in neutral_lines)
+        taken = task_items(cell, role, items, free, mechanisms, rng, refuters, unseen)
+        hidden = unseen | {i.keypoint.id for i in taken}
+        refused = tuple(k.id for k in free if k.id not in hidden and not refuters(k.id) <= hidden)
+        items += taken
     items.sort(key=lambda i: (i.order, i.dimension or ""))
     hidden_kp = {i.keypoint.id for i in items if i.kind == "task"}
     conv = source.convention_keypoints if source else {}
@@ -175,13 +229,18 @@ def plan_session(cell: Cell, position: int, content: TaskContent, source: Varian
              and rng_for(seed, "guess", sid).random() < GUESS_FIRST_SHARE)
     single = {i.mechanism.id for i in items} != set(cell.mechanisms)
     return SessionPlan(sid, position, role, content.task_id, values, tuple(items), visible, tuple(stated),
-                       guess, single)
+                       guess, single, refused)
 
 
-def remember(plan: SessionPlan, memory: CellMemory) -> None:
-    """Record what a history session states: its asked-about conventions and its plain statements."""
+def remember(plan: SessionPlan, memory: CellMemory, empty_kind: str | None = None) -> None:
+    """Record what a history session states: its asked-about conventions and its plain statements
+    (and, under empty_input=neutral, the return kind of the task's empty result)."""
     if plan.position > HISTORY_SIZE:
         return
+    shown = {i.dimension for i in plan.items if i.kind == "convention" and not i.apply_unasked} | {
+        d for d, _ in plan.stated}
+    if empty_kind is not None and "empty_input" in shown and dict(plan.values).get("empty_input") == "neutral":
+        memory.neutral_kinds.add(empty_kind)
     for item in plan.items:
         if item.kind == "convention" and not item.apply_unasked:
             memory.record(item.dimension, plan.session_id)

@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
+from capa_hf.generation.persona_voice import persona_voice
+from capa_hf.generation.stand_ins import fitting
 from capa_hf.generation.stage1_lexicon import Mapping, fix_articles, mapping_for, wants_an
 from capa_hf.generation.stage1_plan import PlannedItem, SessionPlan
 from capa_hf.schema import Cell, HiddenItem, Lexicon, Persona, TaskContent
@@ -118,6 +120,32 @@ def dealt(options, ctx: RequestContext, what: str) -> str:
     return options[order[(ctx.voice_slot + 7 * ctx.attempt) % len(options)]]
 
 
+def points_back_ok(ctx: RequestContext, item: PlannedItem) -> bool:
+    """A deixis form ("same as the other one", "like before") points at an earlier session: for a
+    convention, one of the cell's history sessions where the user stated it (`revealed_in`); for
+    a task item, at least an earlier session of the cell."""
+    return bool(item.revealed_in) if item.kind == "convention" else ctx.plan.position > 1
+
+
+def in_voice(options, persona, op: str, key: str) -> list[str]:
+    """The phrasings a persona can say: a solo persona (a student) does not speak for a team
+    when it appeals to habits (capa_hf/data/persona_voice.yaml); where every phrasing does, the
+    solo ones stand in."""
+    voice = persona_voice()
+    options = list(options)
+    if persona.id not in voice.solo or op != "habitual":
+        return options
+    kept = [o for o in options if not voice.speaks_for_group(o)]
+    return kept + list(voice.solo_habitual.get(key, ())) or options
+
+
+def own_words(wraps) -> list[str]:
+    """The clarification wraps that do not put the text in someone else's mouth."""
+    voice = persona_voice()
+    kept = [w for w in wraps if not voice.reports_speech(w)]
+    return kept or ["{text}"]
+
+
 class TemplateRealizer:
     name = "template"
 
@@ -126,16 +154,21 @@ class TemplateRealizer:
         op = item.mechanism.operation
         if op == "remove":
             return "", []
+        if op == "deixis" and not points_back_ok(ctx, item):
+            op = "vague"      # "same as the other one" needs an other one where the point came up
         if item.kind == "convention":
             dim = ctx.dimensions[item.dimension]
-            text = fill(user_phrasing(dim.vague[op], ctx, item.mechanism.id, dim.id), ctx)
+            text = fill(user_phrasing(in_voice(dim.vague[op], ctx.persona, op, dim.id), ctx, item.mechanism.id, dim.id), ctx)
             return (mapping.swap(text) if op == "lexicon" else (text, []))
         kp = item.keypoint
         if op == "vague":
             return kp.vague, []
         if op == "lexicon":
             return mapping.swap(kp.vague)
-        family = ctx.phrases[op][kp.category]
+        # only phrases that can stand for this keypoint (stand_ins); else its own vague line
+        family = fitting(in_voice(ctx.phrases[op][kp.category], ctx.persona, op, kp.category), kp)
+        if not family:
+            return kp.vague, []
         return fill(user_phrasing(family, ctx, item.mechanism.id, kp.category), ctx), []
 
     def clarify(self, ctx: RequestContext, item: PlannedItem, glosses: list) -> str:
@@ -157,8 +190,10 @@ class TemplateRealizer:
         if op == "operator":
             conc = ctx.phrases["operator_concession"]
             text = conc[pick_index(len(conc), ctx.seed, ctx.cell.cell_id, "concession")].format(text=text)
-        wrap = pick(ctx.persona.voice.clarification_wraps, ctx.seed, ctx.session_id, ctx.attempt, "wrap",
-                    item.dimension or item.keypoint.id)
+        # a first-person habit ("I always want tuples") is the user's own words, never someone else's
+        wraps = own_words(ctx.persona.voice.clarification_wraps) if item.kind == "convention" else \
+            ctx.persona.voice.clarification_wraps
+        wrap = pick(wraps, ctx.seed, ctx.session_id, ctx.attempt, "wrap", item.dimension or item.keypoint.id)
         text = fix_articles(wrap.format(text=text))
         return casual_case(text) if any(m.kind == "lowercase" for m in ctx.persona.voice.style_moves) else text
 

@@ -9,6 +9,11 @@ conversation. Per session it follows a script written from the Stage 1 plan:
 - in a seeded share of history sessions it first submits a plausible misreading (a curated one
   for a task item, another value's reference for a convention), gets the user's failure
   reaction, and repairs;
+- in a seeded share of those guess-first sessions (`SECOND_ATTEMPT_SHARE`), once every question
+  is answered, it submits code that misreads a point the request stated plainly (that keypoint's
+  curated misreading, which every variant's tests refuse), or else misapplies a second answered
+  item, gets the user's failure reaction, and repairs: a second failed attempt, so history
+  traces get longer, toward the paper's 6-8 turns;
 - the final submission is the variant's clean reference.
 Any other engine can play instead (`capa build --assistant SPEC`); sessions it leaves
 unresolved are replayed with the reference assistant and flagged as a fallback.
@@ -22,10 +27,11 @@ from typing import Mapping
 
 from runners.types import ChatRequest, ChatResult
 
+from capa_hf.defaults import HISTORY_SIZE, SECOND_ATTEMPT_SHARE
 from capa_hf.generation.stage1_plan import SessionPlan
 from capa_hf.generation.stage1_realize import Realization
 from capa_hf.schema.convention import Dimension, VariantSource
-from capa_hf.seeding import pick
+from capa_hf.seeding import pick, rng_for
 from capa_hf.variants.combos import Variant
 
 
@@ -36,6 +42,8 @@ class ReferenceScript:
     final_line: str                      # the line before the final code
     guess: str | None = None             # a first attempt that reads one item the wrong way
     guess_line: str = ""
+    slip: str | None = None              # a later attempt that misreads a stated point
+    slip_line: str = ""
 
 
 def request_key(text: str) -> str:
@@ -56,22 +64,46 @@ def _question(item, source: VariantSource | None, dims: Mapping[str, Dimension],
     return pick(options, seed, sid, "question", item.keypoint.id)
 
 
+def _misread(item, variant: Variant, source: VariantSource | None, dims: Mapping[str, Dimension]) -> str | None:
+    """Code that reads one hidden item the wrong way (None when it cannot be misread)."""
+    if item.kind == "task" and source and item.keypoint.id in source.misreadings:
+        return variant.misreading(item.keypoint.id)
+    if item.kind == "convention":
+        he = source.dimensions[item.dimension]
+        other = he if he != item.value else next(v for v in dims[item.dimension].value_ids() if v != item.value)
+        return variant.with_value(item.dimension, other).reference
+    return None
+
+
 def _guess(plan: SessionPlan, variant: Variant | None, source: VariantSource | None,
-           dims: Mapping[str, Dimension]) -> str | None:
-    """Code that reads the first asked item another way (None when nothing can be misread)."""
+           dims: Mapping[str, Dimension], skip: int = 0) -> str | None:
+    """Code that reads an asked item another way: the first one that can be misread, or with
+    `skip` the next after that (None when nothing can be misread)."""
     if variant is None:
         return None
     for item in plan.items:
         if item.apply_unasked:
             continue
-        if item.kind == "task" and source and item.keypoint.id in source.misreadings:
-            return variant.misreading(item.keypoint.id)
-        if item.kind == "convention":
-            he = source.dimensions[item.dimension]
-            other = he if he != item.value else next(
-                v for v in dims[item.dimension].value_ids() if v != item.value)
-            return variant.with_value(item.dimension, other).reference
+        code = _misread(item, variant, source, dims)
+        if code is not None:
+            if not skip:
+                return code
+            skip -= 1
     return None
+
+
+def _slip(plan: SessionPlan, variant: Variant | None, source: VariantSource | None,
+          dims: Mapping[str, Dimension], seed: int) -> str | None:
+    """In a seeded share of guess-first history sessions: code that misreads a visible keypoint,
+    or else a second asked item after its answer came in (None when nothing is left to misread)."""
+    if variant is None or source is None or plan.position > HISTORY_SIZE or not plan.guess_first:
+        return None
+    if rng_for(seed, "slip", plan.session_id).random() >= SECOND_ATTEMPT_SHARE:
+        return None
+    for kp, _ in plan.visible:
+        if kp.id in source.misreadings:
+            return variant.misreading(kp.id)
+    return _guess(plan, variant, source, dims, skip=1)
 
 
 def reference_script(plan: SessionPlan, realization: Realization, variant: Variant | None, reference: str,
@@ -91,14 +123,16 @@ def reference_script(plan: SessionPlan, realization: Realization, variant: Varia
                     seed, sid, "recap", i.dimension).format(result="it", input="the input")
                for i in plan.items if i.apply_unasked]
     guess = _guess(plan, variant, source, dims) if plan.guess_first else None
-    if guess is not None:
+    slip = _slip(plan, variant, source, dims, seed)
+    if guess is not None or slip is not None:
         final = pick(lines["repair"], seed, sid, "repair")
     elif applied:
         final = pick(lines["applied"], seed, sid, "applied").format(recap=" and ".join(applied))
     else:
         final = pick(lines["submit"], seed, sid, "submit")
     return ReferenceScript(asks=tuple(asks), code=reference, final_line=final, guess=guess,
-                           guess_line=pick(lines["guess"], seed, sid, "guess") if guess else "")
+                           guess_line=pick(lines["guess"], seed, sid, "guess") if guess else "", slip=slip,
+                           slip_line=pick(lines["submit"], seed, sid, "slip") if slip else "")
 
 
 class ReferenceAssistant:
@@ -131,6 +165,9 @@ class ReferenceAssistant:
         for answer, question in script.asks:
             if answer not in later:
                 return question
+        if script.slip is not None and not any(script.slip.rstrip() in m["content"] for m in messages
+                                               if m["role"] == "assistant"):
+            return code_reply(script.slip_line, script.slip)
         return code_reply(script.final_line, script.code)
 
     def generate(self, requests: list[ChatRequest]) -> list[ChatResult]:
