@@ -19,7 +19,7 @@ LLAMA_PIN := $(shell sed -n 's/^local = \["\(llama-cpp-python==[^"]*\)".*/\1/p' 
 # The compiled wheel is kept per (version, CMAKE_ARGS): pip's own cache ignores CMAKE_ARGS.
 LLAMA_WHEELS ?= $(HOME)/.cache/capa/wheels/$(shell echo "$(LLAMA_PIN) $(CMAKE_ARGS) skip-common" | cksum | cut -d' ' -f1)
 
-.PHONY: setup setup-memory setup-browser setup-vllm test test-fast demo dataset bench clean
+.PHONY: setup setup-memory setup-browser setup-vllm test test-sandbox-nonroot test-fast demo dataset bench clean
 
 setup: $(STAMP)
 
@@ -89,9 +89,16 @@ $(VLLM_STAMP): pyproject.toml
 	$(VLLM_PY) -m pip uninstall --yes torchvision torchaudio torchcodec
 	@touch $(VLLM_STAMP)
 
-## Run the whole test suite, slow tests (real embedded model, real vLLM on CPU) included.
+## Run the whole test suite, slow tests (real embedded model, real vLLM on CPU) included, then the
+## sandbox's suite again as an unprivileged user.
 test: setup-memory setup-browser setup-vllm
 	$(PY) -m pytest -q
+	@$(MAKE) --no-print-directory test-sandbox-nonroot
+
+## The sandbox's tests re-run by uid 65534, as most researchers run the sandbox (run as root, it
+## switches user; run as anyone else, it says the suite already ran without root).
+test-sandbox-nonroot: setup
+	$(PY) tests/sandbox/suite_as_nobody.py
 
 ## Skip the tests that load the embedded model or vLLM.
 test-fast: setup-memory setup-browser

@@ -313,8 +313,11 @@ def make_design(
     seed: int = 0,
     patterns: Mapping[str, Sequence[str]] | None = None,
     humaneval_values: Mapping[str, Mapping[str, str]] | None = None,
+    steps: int = CLIMB_STEPS,
 ) -> list[Cell]:
-    """A pure function of its inputs: the same seed gives the same 60 cells.
+    """A pure function of its inputs: the same seed gives the same 60 cells. `steps` is the hill
+    climb's length (the shipped design uses CLIMB_STEPS; fewer give a rougher, still valid design
+    where the coverage repair can fix what the climb left).
 
     `task_dims` maps every task id to the dimensions it exercises; `dimensions` maps every
     dimension to its value ids. `humaneval_values` (task id -> dimension -> HumanEval's value)
@@ -344,7 +347,9 @@ def make_design(
     state = _State(hist=[[hist_slots[c + N_CELLS * j] for j in range(HISTORY_SIZE)] for c in range(N_CELLS)],
                    held=[[held_slots[c + N_CELLS * j] for j in range(HISTORY_SIZE)] for c in range(N_CELLS)],
                    mech_of=mech_of, mechanisms=mechanisms, dims=task_dims)
-    climb(state, rng)
+    if steps < 0:
+        raise DesignError(f"steps must be >= 0, got {steps}")
+    climb(state, rng, steps)
     repair_coverage(state)                      # the coverage constraint is hard
     uncovered = [(f"C{c + 1:02d}", t) for c in range(N_CELLS) for t in state.held[c] if state.conv_kind(c, t) is None]
     if uncovered:

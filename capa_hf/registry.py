@@ -12,6 +12,9 @@ precedence (a later one never replaces an earlier one silently):
        [project.entry-points."capa.conditions"]
        mine = "my_pkg.my_condition:make_mine"
 
+   CAPA's own ``pyproject.toml`` declares the groups, with its built-in parts in them; an entry
+   point that names a built-in part with another target is refused as registered twice.
+
 3. **Direct calls** to ``register`` (a test, a notebook).
 
 An unknown name is refused with the known ones.
@@ -59,12 +62,14 @@ class Registry(Generic[F]):
         for module in self.builtins:
             importlib.import_module(module)
         for ep in entry_points(group=self.group):
-            if ep.name not in self._parts:
-                try:
-                    self.register(ep.name, ep.load())
-                except Exception as exc:  # a broken plug-in names itself, not a bare traceback
-                    raise CapaError(f"{self.kind} plug-in {ep.name!r} ({ep.value}, entry point group "
-                                    f"{self.group!r}) failed to load: {exc}") from exc
+            if ep.name in self._parts and _target(self._parts[ep.name]) == ep.value.replace(" ", ""):
+                continue          # CAPA's own parts are declared as entry points too (pyproject.toml)
+            try:
+                factory = ep.load()
+            except Exception as exc:  # a broken plug-in names itself, not a bare traceback
+                raise CapaError(f"{self.kind} plug-in {ep.name!r} ({ep.value}, entry point group "
+                                f"{self.group!r}) failed to load: {exc}") from exc
+            self.register(ep.name, factory)
 
     def names(self) -> list[str]:
         self._load()
@@ -82,6 +87,11 @@ class Registry(Generic[F]):
             raise CapaError(f"unknown {self.kind} {name!r}; expected one of {', '.join(self.names())}"
                             + (f" ({self.hint})" if self.hint else ""))
         return self._parts[kind]
+
+
+def _target(fn) -> str:
+    """`fn` written as an entry point's value, `module:qualname`."""
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', '?')}"
 
 
 def _qualname(fn) -> str:

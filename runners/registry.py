@@ -18,11 +18,17 @@ unknown option is refused with that list)::
                                      enable_thinking, keep_thinking, extra_body, headers
 
 From text (a CLI): ``make_engine(spec, **parse_engine_args(["tensor_parallel_size=4", ...]))``.
+
+A plug-in package adds an engine through an entry point in the group ``capa.engines`` whose
+value is an ``EngineEntry`` (or a builder ``build(arg, **options)``, with an optional
+``build.options()`` listing its option names); the built-in engines are declared there too
+(``runners.registry:SCRIPTED`` ...). Plug-ins are loaded the first time a name is looked up.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import Any, Callable, Mapping
 
 from .options import llamacpp_options, openai_options, scripted_options, vllm_options_list
@@ -66,14 +72,43 @@ def _openai(arg: str, **options: Any) -> Any:
     return OpenAIEngine(model, urls, **options)
 
 
-# The one engine table: name -> builder and option names. `register_engine` adds to it.
-_ENGINES: dict[str, EngineEntry] = {
-    "scripted": EngineEntry(_scripted, scripted_options),
-    "llamacpp": EngineEntry(_llamacpp, llamacpp_options),
-    "vllm": EngineEntry(_vllm, vllm_options_list),
-    "openai": EngineEntry(_openai, openai_options),
-}
+SCRIPTED = EngineEntry(_scripted, scripted_options)
+LLAMACPP = EngineEntry(_llamacpp, llamacpp_options)
+VLLM = EngineEntry(_vllm, vllm_options_list)
+OPENAI = EngineEntry(_openai, openai_options)
+ENTRY_POINT_GROUP = "capa.engines"
+
+# The one engine table: name -> builder and option names. `register_engine` and the plug-ins'
+# entry points add to it.
+_ENGINES: dict[str, EngineEntry] = {"scripted": SCRIPTED, "llamacpp": LLAMACPP, "vllm": VLLM, "openai": OPENAI}
 ENGINES = tuple(sorted(_ENGINES))     # the built-in engines
+_plugins_loaded = False
+
+
+def _as_entry(obj: Any) -> EngineEntry:
+    if isinstance(obj, EngineEntry):
+        return obj
+    if callable(obj):
+        return EngineEntry(obj, getattr(obj, "options", lambda: []))
+    raise TypeError(f"expected an EngineEntry or a builder function, got {type(obj).__name__}")
+
+
+def _load_plugins() -> None:
+    """The engines of the ``capa.engines`` entry points, once. One that names a built-in engine
+    must be that engine; a broken one is refused, naming it."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            entry = _as_entry(ep.load())
+        except Exception as exc:
+            raise ValueError(f"engine plug-in {ep.name!r} ({ep.value}, entry point group "
+                             f"{ENTRY_POINT_GROUP!r}) failed to load: {exc}") from exc
+        if ep.name in _ENGINES and _ENGINES[ep.name] != entry:
+            raise ValueError(f"engine plug-in {ep.name!r} ({ep.value}) takes a name already registered")
+        _ENGINES[ep.name] = entry
 
 
 def register_engine(name: str, build: Callable[..., Any], options: Callable[[], list[str]]) -> None:
@@ -93,6 +128,7 @@ def unregister_engine(name: str) -> None:
 
 
 def known_engines() -> list[str]:
+    _load_plugins()
     return sorted(_ENGINES)
 
 
@@ -102,6 +138,7 @@ def engine_name(spec: str) -> str:
         raise ValueError(f"engine spec must be a non-empty string, got {spec!r}; "
                          f"known engines: {', '.join(known_engines())}")
     name = spec.strip().partition(":")[0].lower()
+    _load_plugins()
     if name not in _ENGINES:
         raise ValueError(f"unknown engine {name!r} in spec {spec!r}; known engines: {', '.join(known_engines())}")
     return name

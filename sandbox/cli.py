@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from .config import SandboxConfig
+from .config import JOB_LIMITS, SandboxConfig
 from .pool import SandboxPool
 
 
@@ -56,8 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a whole program; passed if it exits with status 0")
     r.add_argument("program", help="the program file")
     for sp in (c, r):
-        sp.add_argument("--timeout", type=_positive(float), default=10.0, help="seconds (default 10)")
-        sp.add_argument("--memory-mb", type=_positive(int), default=1024, help="MiB (default 1024)")
+        sp.add_argument("--timeout", type=_positive(float), default=JOB_LIMITS.timeout_s,
+                        help=f"seconds (default {JOB_LIMITS.timeout_s:g})")
+        sp.add_argument("--memory-mb", type=_positive(int), default=JOB_LIMITS.memory_mb,
+                        help=f"MiB (default {JOB_LIMITS.memory_mb})")
         sp.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     return p
 

@@ -70,3 +70,6 @@ class JobLimits:
 
     timeout_s: float = 10.0         # wall-clock seconds for one job (RLIMIT_CPU is a backstop behind it)
     memory_mb: int = 1024           # MiB the submission itself may allocate (above the interpreter's own size)
+
+
+JOB_LIMITS = JobLimits()            # the sandbox's defaults: pool.check/run, CheckJob, Limits, the CLI

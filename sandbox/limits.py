@@ -5,13 +5,15 @@ import math
 import resource
 from dataclasses import dataclass
 
+from .config import JOB_LIMITS
+
 MiB = 1024 * 1024
 
 
 @dataclass(frozen=True)
 class Limits:
-    timeout_s: float = 10.0
-    memory_mb: int = 1024
+    timeout_s: float = JOB_LIMITS.timeout_s
+    memory_mb: int = JOB_LIMITS.memory_mb
 
     def validate(self) -> None:
         if not (isinstance(self.timeout_s, (int, float)) and self.timeout_s > 0 and math.isfinite(self.timeout_s)):

@@ -13,7 +13,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from .config import SandboxConfig
+from .config import JOB_LIMITS, SandboxConfig
 from .limits import Limits
 from .protocol import FrameBuffer, ProtocolError, encode_frame, write_frame
 from .verdict import Verdict
@@ -29,8 +29,8 @@ class CheckJob:
     code: str
     test: str
     entry_point: str
-    timeout_s: float = 10.0
-    memory_mb: int = 1024
+    timeout_s: float = JOB_LIMITS.timeout_s
+    memory_mb: int = JOB_LIMITS.memory_mb
     prelude: str | None = None   # optional trusted helper source (e.g. a HumanEval prompt)
     record_calls: bool = False   # return the entry point's calls and results in Verdict.calls
     candidate: str | None = None  # the submission's function the test gets as ``candidate``
@@ -243,8 +243,9 @@ class SandboxPool:
                 self._all.append(new)
         return new
 
-    def check(self, code: str, test: str, entry_point: str, timeout_s: float = 10.0, memory_mb: int = 1024,
-              prelude: str | None = None, record_calls: bool = False, candidate: str | None = None) -> Verdict:
+    def check(self, code: str, test: str, entry_point: str, timeout_s: float = JOB_LIMITS.timeout_s,
+              memory_mb: int = JOB_LIMITS.memory_mb, prelude: str | None = None, record_calls: bool = False,
+              candidate: str | None = None) -> Verdict:
         """``candidate``: the submission's function that the test's ``check`` receives, when it is
         not the one named ``entry_point`` (the dataset's name). Either way no name that the test
         or the prelude defines is replaced by the submission's."""
@@ -255,7 +256,8 @@ class SandboxPool:
                               "record_calls": bool(record_calls), "candidate": candidate},
                              float(timeout_s))
 
-    def run(self, program: str, timeout_s: float = 10.0, memory_mb: int = 1024) -> Verdict:
+    def run(self, program: str, timeout_s: float = JOB_LIMITS.timeout_s,
+            memory_mb: int = JOB_LIMITS.memory_mb) -> Verdict:
         if not isinstance(program, str):
             raise TypeError("program must be a str")
         Limits(timeout_s, memory_mb).validate()
@@ -345,10 +347,10 @@ def default_pool() -> SandboxPool:
         return _default_pool
 
 
-def check(code: str, test: str, entry_point: str, timeout_s: float = 10.0, memory_mb: int = 1024,
-          prelude: str | None = None, candidate: str | None = None) -> Verdict:
+def check(code: str, test: str, entry_point: str, timeout_s: float = JOB_LIMITS.timeout_s,
+          memory_mb: int = JOB_LIMITS.memory_mb, prelude: str | None = None, candidate: str | None = None) -> Verdict:
     return default_pool().check(code, test, entry_point, timeout_s, memory_mb, prelude, candidate=candidate)
 
 
-def run(program: str, timeout_s: float = 10.0, memory_mb: int = 1024) -> Verdict:
+def run(program: str, timeout_s: float = JOB_LIMITS.timeout_s, memory_mb: int = JOB_LIMITS.memory_mb) -> Verdict:
     return default_pool().run(program, timeout_s, memory_mb)

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .config import JOB_LIMITS
+
 PASSED = "passed"
 FAILED = "failed"
 ERROR = "error"
@@ -99,7 +101,7 @@ class Verdict:
             d["notes"] = list(self.notes)
         return d
 
-    def decoded_calls(self, timeout_s: float | None = 10.0) -> list[dict]:
+    def decoded_calls(self, timeout_s: float | None = JOB_LIMITS.timeout_s) -> list[dict]:
         """The recorded calls with args, kwargs and values decoded to Python objects.
 
         Decoded under the judge's own limits (no hash flooding; at most ``timeout_s`` seconds,

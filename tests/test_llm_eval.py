@@ -85,7 +85,7 @@ def veto_engine(veto_unless=None):
 
 def test_a_veto_turns_a_pass_into_a_fail_and_es_is_reported_both_ways(tmp_path, capa_data):
     engine, veto = assistant(capa_data, first="reference", tag_second=True), veto_engine("SECOND_ATTEMPT")
-    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=2, veto="llm:scripted")
+    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=2, judge="veto:sandbox", judge_model="scripted")
     summary = run_eval(cfg, tmp_path / "run", engine=engine, progress=False, data=capa_data,
                        role_engine_overrides={"veto": veto})
     for rec in records(tmp_path / "run"):
@@ -100,11 +100,13 @@ def test_a_veto_turns_a_pass_into_a_fail_and_es_is_reported_both_ways(tmp_path, 
     assert v["with_vetoes"]["TTC"]["value"] == 2.0 and v["without_vetoes"]["TTC"]["value"] == 1.0
     assert summary["overall"]["FT-ES"]["value"] == 0.0          # as scored, a veto is a fail
     assert "2 of 4 passes vetoed" in (tmp_path / "run" / "summary.md").read_text()
+    run = json.loads((tmp_path / "run" / "config.json").read_text())["run"]
+    assert (run["judge"], run["judge_model"]) == ("veto:sandbox", "scripted")
 
 
 def test_vetoing_every_pass_leaves_es_zero_and_without_vetoes_one(tmp_path, capa_data):
     engine, veto = assistant(capa_data, first="reference"), veto_engine()
-    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=1, max_turns=2, veto="llm:scripted")
+    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=1, max_turns=2, judge="veto:sandbox", judge_model="scripted")
     summary = run_eval(cfg, tmp_path / "run", engine=engine, progress=False, data=capa_data,
                        role_engine_overrides={"veto": veto})
     assert summary["overall"]["ES"]["value"] == 0.0
@@ -114,7 +116,7 @@ def test_vetoing_every_pass_leaves_es_zero_and_without_vetoes_one(tmp_path, capa
 
 def test_the_veto_is_never_asked_about_a_failing_submission(tmp_path, capa_data):
     engine, veto = assistant(capa_data, first="wrong"), veto_engine("def ")
-    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=1, veto="llm:scripted")
+    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=1, judge="veto:sandbox", judge_model="scripted")
     run_eval(cfg, tmp_path / "run", engine=engine, progress=False, data=capa_data, role_engine_overrides={"veto": veto})
     rec = records(tmp_path / "run")[0]
     assert "veto" not in rec["submissions"][0]["verdict"] and rec["submissions"][1]["verdict"]["veto"]["valid"]
@@ -124,7 +126,7 @@ def test_the_veto_is_never_asked_about_a_failing_submission(tmp_path, capa_data)
 def test_an_unusable_veto_answer_lets_the_pass_stand(tmp_path, capa_data):
     engine = assistant(capa_data, first="reference")
     veto = ScriptedEngine(default="I think it is fine?", model="veto")
-    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=1, veto="llm:scripted")
+    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=1, judge="veto:sandbox", judge_model="scripted")
     summary = run_eval(cfg, tmp_path / "run", engine=engine, progress=False, data=capa_data,
                        role_engine_overrides={"veto": veto})
     assert summary["overall"]["FT-ES"]["value"] == 1.0 and summary["veto"]["invalid_answers"] == 1
@@ -137,33 +139,79 @@ def test_without_vetoes_only_flips_vetoed_verdicts():
     assert rec["submissions"][1]["verdict"]["status"] == "vetoed"      # the input is not changed
 
 
-@pytest.mark.parametrize("flag,value", [("user", "llm"), ("user", "llm:"), ("veto", "scripted"), ("veto", "llm:")])
-def test_llm_roles_without_an_engine_spec_are_refused(tmp_path, capa_data, flag, value):
-    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=1, **{flag: value})
+@pytest.mark.parametrize("value", ["llm", "llm:"])
+def test_an_llm_user_without_an_engine_spec_is_refused(tmp_path, capa_data, value):
+    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=1, user=value)
     with pytest.raises(CapaError, match="llm:<engine spec>"):
         run_eval(cfg, tmp_path / "run", engine=assistant(capa_data), progress=False, data=capa_data)
 
 
-def test_cli_passes_role_engine_args(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("judge,model,message", [
+    ("veto:sandbox", None, "this judge asks a model; give --judge-model"),
+    ("veto", None, "this judge asks a model; give --judge-model"),
+    ("sandbox", "scripted", "the judge 'sandbox' asks no model"),
+    ("sandbox:veto", "scripted", "judge 'sandbox' wraps no other judge"),
+    ("veto:veto", "scripted", "wraps must not ask a model of its own"),
+    ("veto:nope", "scripted", "unknown judge 'nope'; expected one of sandbox, veto"),
+])
+def test_a_judge_without_its_model_or_with_a_model_it_does_not_ask_is_refused(tmp_path, capa_data, judge, model,
+                                                                              message):
+    cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=1, judge=judge, judge_model=model)
+    with pytest.raises(CapaError, match=message):
+        run_eval(cfg, tmp_path / "run", engine=assistant(capa_data), progress=False, data=capa_data)
+    assert not (tmp_path / "run").exists()                     # refused before any work
+
+
+@pytest.mark.parametrize("value", ["scripted", "llm:"])
+def test_a_veto_without_an_engine_spec_is_refused(tmp_path, capsys, value):
+    code = main(["eval", "--model", "scripted", "--veto", value, "--out", str(tmp_path / "r")])
+    assert code == 2 and "llm:<engine spec>" in capsys.readouterr().err
+
+
+def cli_config(monkeypatch, tmp_path, *flags):
+    """The EvalConfig `capa eval` builds from `flags` (the run itself is not started)."""
     seen = {}
 
     def fake_run_eval(config, out, progress=True, **kw):
         seen["config"] = config
         raise CapaError("stop here")
     monkeypatch.setattr("capa_hf.evaluation.run.run_eval", fake_run_eval)
-    code = main(["eval", "--model", "scripted", "--user", "llm:llamacpp", "--user-engine-arg", "n_ctx=4096",
-                 "--veto", "llm:openai:m@http://x/v1", "--veto-engine-arg", "timeout=30", "--out", str(tmp_path / "r")])
-    assert code == 2 and "stop here" in capsys.readouterr().err
-    cfg = seen["config"]
+    assert main(["eval", "--model", "scripted", *flags, "--out", str(tmp_path / "r")]) == 2
+    return seen["config"]
+
+
+def test_cli_passes_role_engine_args(tmp_path, capsys, monkeypatch):
+    cfg = cli_config(monkeypatch, tmp_path, "--user", "llm:llamacpp", "--user-engine-arg", "n_ctx=4096",
+                     "--judge", "veto:sandbox", "--judge-model", "openai:m@http://x/v1", "--judge-engine-arg", "timeout=30")
+    assert "stop here" in capsys.readouterr().err
     assert cfg.user == "llm:llamacpp" and cfg.user_engine_args == {"n_ctx": 4096}
-    assert cfg.veto == "llm:openai:m@http://x/v1" and cfg.veto_engine_args == {"timeout": 30}
+    assert cfg.judge == "veto:sandbox" and cfg.judge_model == "openai:m@http://x/v1"
+    assert cfg.judge_engine_args == {"timeout": 30}
+
+
+@pytest.mark.parametrize("flags", [
+    ("--veto", "llm:openai:m@http://x/v1", "--veto-engine-arg", "timeout=30"),
+    ("--judge", "veto", "--judge-model", "openai:m@http://x/v1", "--veto-engine-arg", "timeout=30"),
+    ("--judge", "veto:sandbox", "--veto", "llm:openai:m@http://x/v1", "--judge-engine-arg", "timeout=30"),
+])
+def test_veto_is_an_alias_of_the_veto_judge(tmp_path, monkeypatch, flags):
+    cfg = cli_config(monkeypatch, tmp_path, *flags)
+    run = cfg.to_dict()
+    assert (run["judge"], run["judge_model"], run["judge_engine_args"]) == ("veto:sandbox", "openai:m@http://x/v1",
+                                                                           {"timeout": 30})
+    assert "veto" not in run                                    # one record of the judge, not two
+
+
+def test_veto_and_judge_model_together_are_refused(tmp_path, capsys):
+    code = main(["eval", "--model", "scripted", "--veto", "llm:a", "--judge-model", "b", "--out", str(tmp_path / "r")])
+    assert code == 2 and "give --veto or --judge-model, not both" in capsys.readouterr().err
 
 
 def test_an_engine_error_of_the_veto_or_the_user_leaves_the_session_incomplete(tmp_path, capa_data):
     from runners.types import ChatResult
 
     broken = ScriptedEngine(request_fn=lambda req: ChatResult.failure("HTTP 503"), model="down")
-    for role, cfg_field, first in (("veto", {"veto": "llm:scripted"}, "reference"), ("user", {"user": "llm:scripted"}, "ask")):
+    for role, cfg_field, first in (("veto", {"judge": "veto:sandbox", "judge_model": "scripted"}, "reference"), ("user", {"user": "llm:scripted"}, "ask")):
         cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=1, **cfg_field)
         summary = run_eval(cfg, tmp_path / role, engine=assistant(capa_data, first=first), progress=False,
                            data=capa_data, role_engine_overrides={role: broken})

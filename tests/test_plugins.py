@@ -164,10 +164,29 @@ def test_a_registered_judge_runs(tmp_path):
     assert [s["verdict"]["status"] for s in recs[0]["submissions"]] == ["passed"]
 
 
+def test_the_veto_wraps_a_registered_judge(tmp_path):
+    def verdict(messages):
+        wrong = "a - b" in messages[-1]["content"]
+        return json.dumps({"functionally_equivalent": not wrong, "reason": "subtracts" if wrong else "adds"})
+
+    register_engine("verdicts", lambda arg, **options: ScriptedEngine(fn=verdict, model="verdicts"), lambda: [])
+    try:
+        rc, recs, config, summary = capa_eval(tmp_path, "--model", "canned:wrong", *BASE, "--judge", "veto:returns",
+                                              "--judge-model", "verdicts")
+    finally:
+        unregister_engine("verdicts")
+    assert (config["run"]["judge"], config["run"]["judge_model"]) == ("veto:returns", "verdicts")
+    # `returns` passes the wrong code, the veto turns that pass into `vetoed`; the fix passes both
+    assert [s["verdict"]["status"] for s in recs[0]["submissions"]] == ["vetoed", "passed"]
+    assert recs[0]["submissions"][0]["verdict"]["veto"]["reason"] == "subtracts"
+    assert summary["veto"]["vetoed"] == 2 and summary["veto"]["passes_assessed"] == 4
+    assert summary["sandbox"] == {"layers": [], "judge": "returns"}
+
+
 def test_an_unknown_part_is_refused_with_the_known_ones(tmp_path, capsys):
     rc = main(["eval", "--out", str(tmp_path / "x"), "--model", "canned:right", *BASE, "--judge", "nope"])
     err = capsys.readouterr().err
-    assert rc != 0 and "unknown judge 'nope'; expected one of returns, sandbox" in err
+    assert rc != 0 and "unknown judge 'nope'; expected one of returns, sandbox, veto" in err
     with pytest.raises(CapaError, match="registered twice"):
         JUDGES.register("returns", lambda **options: None)
 

@@ -113,10 +113,10 @@ def test_rescore_refuses_a_veto_run_and_a_folder_without_config(old_run, tmp_pat
     veto = tmp_path / "veto"
     veto.mkdir()
     cfg = json.loads((old_run / "config.json").read_text())
-    cfg["run"]["veto"] = "llm:llamacpp"
-    (veto / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(CapaError, match="veto model"):
-        rescore_run(veto, tmp_path / "out")
+    for asked in ({"judge": "veto:sandbox", "judge_model": "llamacpp"}, {"veto": "llm:llamacpp"}):  # (and as before)
+        (veto / "config.json").write_text(json.dumps({**cfg, "run": {**cfg["run"], **asked}}))
+        with pytest.raises(CapaError, match="asked .*llamacpp.*veto model"):
+            rescore_run(veto, tmp_path / "out")
 
 
 def sub(turn, status):

@@ -24,7 +24,7 @@ from capa_hf.evaluation.config import EvalConfig
 def blank_config(config: EvalConfig) -> EvalConfig:
     """`config` as the blank control: its split, condition and user; no dataset, cells or veto."""
     return replace(config, condition=BLANK_CONDITION, split=BLANK_SPLIT, dataset=None, revision=None, cells=None,
-                   user=BLANK_USER, judge=JUDGE, veto=None, condition_args={})
+                   user=BLANK_USER, judge=JUDGE, judge_model=None, judge_engine_args={}, condition_args={})
 
 
 def add_blank_arguments(p) -> None:

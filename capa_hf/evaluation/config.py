@@ -31,9 +31,9 @@ class EvalConfig:
     min_p: float | None = None
     user: str = USER                        # or llm:<engine spec>
     user_engine_args: dict = field(default_factory=dict)
-    judge: str = JUDGE
-    veto: str | None = None                 # llm:<engine spec>: an LLM may veto a pass, never grant one
-    veto_engine_args: dict = field(default_factory=dict)
+    judge: str = JUDGE                      # a judge spec, e.g. veto:sandbox (an LLM may veto a pass, never grant one)
+    judge_model: str | None = None          # engine spec of a judge that asks a model (the veto's)
+    judge_engine_args: dict = field(default_factory=dict)
     condition_args: dict = field(default_factory=dict)   # e.g. gate_model, memory_llm
     engine_args: dict = field(default_factory=dict)
     preset: str | None = None

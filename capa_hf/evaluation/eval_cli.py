@@ -7,6 +7,7 @@ from pathlib import Path
 
 from capa_hf.defaults import CONDITION, EVAL_MAX_TOKENS, GREEDY, JUDGE, MAX_TURNS, SPLIT, USER
 from capa_hf.errors import CapaError
+from capa_hf.specs import llm_spec
 
 
 def add_eval_arguments(e) -> None:
@@ -46,12 +47,15 @@ def add_eval_arguments(e) -> None:
                                                       "(the paper's planner + expression agent)")
     e.add_argument("--user-engine-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="option of the LLM user's engine, repeatable, typed like --engine-arg")
-    e.add_argument("--judge", default=JUDGE, help=f"the judge of every submission: one of {', '.join(known_judges())} "
-                                                  f"(default {JUDGE})")
-    e.add_argument("--veto", default=None, help="llm:<engine spec>: after a pass, an LLM compares the code with the "
-                                                "reference and may veto the pass (never grant one)")
-    e.add_argument("--veto-engine-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="option of the veto's engine, repeatable, typed like --engine-arg")
+    e.add_argument("--judge", default=JUDGE, help=f"the judge of every submission: one of {', '.join(known_judges())}"
+                                                  f", or veto:<judge> (an LLM may veto its passes) (default {JUDGE})")
+    e.add_argument("--judge-model", default=None, metavar="SPEC",
+                   help="engine spec of a judge that asks a model (--judge veto:sandbox)")
+    e.add_argument("--judge-engine-arg", "--veto-engine-arg", dest="judge_engine_arg", action="append", default=[],
+                   metavar="KEY=VALUE", help="option of the judge's engine, repeatable, typed like --engine-arg")
+    e.add_argument("--veto", default=None, metavar="llm:SPEC",
+                   help="the same as --judge veto:<judge> --judge-model SPEC: after a pass, an LLM compares the "
+                        "code with the reference and may veto the pass (never grant one)")
     e.add_argument("--difficulty", default=None, metavar="FILE",
                    help="difficulty labels (capa label-difficulty): recorded in config.json, grouped in the summary")
     e.add_argument("--rescore", default=None, metavar="RUN",
@@ -69,7 +73,7 @@ def config_from_args(args):
     from capa_hf.presets import apply_preset, resolve_preset
 
     parsed = {}
-    for flag in ("engine_arg", "user_engine_arg", "veto_engine_arg"):
+    for flag in ("engine_arg", "user_engine_arg", "judge_engine_arg"):
         try:
             parsed[flag] = parse_engine_args(getattr(args, flag, None) or [])
         except ValueError as exc:
@@ -85,6 +89,7 @@ def config_from_args(args):
     if not resolved.model:
         raise CapaError("--model is required (or a --preset that names one)")
     s = resolved.sampling
+    judge, judge_model = judge_from_args(args)
     return EvalConfig(model=resolved.model, condition=args.condition, condition_args=condition_args_from(args),
                       dataset=args.dataset, revision=args.revision,
                       split=args.split, cells=tuple(args.cells) if args.cells else None, limit=args.limit,
@@ -92,10 +97,26 @@ def config_from_args(args):
                       max_tokens=resolved.max_tokens or EVAL_MAX_TOKENS,
                       temperature=s["temperature"] if s.get("temperature") is not None else GREEDY,
                       top_p=s.get("top_p"), top_k=s.get("top_k"), min_p=s.get("min_p"), user=args.user,
-                      user_engine_args=parsed["user_engine_arg"], judge=getattr(args, "judge", JUDGE),
-                      veto=getattr(args, "veto", None),
-                      veto_engine_args=parsed["veto_engine_arg"], engine_args=dict(resolved.engine),
+                      user_engine_args=parsed["user_engine_arg"], judge=judge,
+                      judge_model=judge_model, judge_engine_args=parsed["judge_engine_arg"],
+                      engine_args=dict(resolved.engine),
                       preset=resolved.preset, max_errors=args.max_errors)
+
+
+def judge_from_args(args) -> tuple[str, str | None]:
+    """The judge spec and its model: --judge and --judge-model, or --veto llm:SPEC, which is
+    --judge veto:<--judge> --judge-model SPEC (a --judge that is already a veto is kept)."""
+    from capa_hf.simulator.protocols import judge_engine_role, judge_spec
+
+    judge, model, veto = getattr(args, "judge", JUDGE), getattr(args, "judge_model", None), getattr(args, "veto", None)
+    if veto is not None:
+        if model is not None:
+            raise CapaError("--veto llm:SPEC is --judge veto:<judge> --judge-model SPEC; give --veto or --judge-model, "
+                            "not both")
+        model = llm_spec("--veto", veto)
+        if judge_engine_role(judge) != "veto":
+            judge = f"veto:{judge}"
+    return judge_spec(judge), model
 
 
 def condition_args_from(args) -> dict:

@@ -54,9 +54,10 @@ def read_old_run(old: Path) -> tuple[dict, dict[str, dict]]:
     run = config["run"]
     if run.get("condition") == "blank-control":
         raise CapaError(f"--rescore {old}: a blank-control run; rescoring covers `capa eval` runs only")
-    if run.get("veto"):
-        raise CapaError(f"--rescore {old}: the run used --veto {run['veto']}; re-judging it would need the veto "
-                        "model, which --rescore never calls")
+    model = run.get("judge_model") or run.get("veto")     # (`veto`: a run folder written before the veto judge)
+    if model:
+        raise CapaError(f"--rescore {old}: the run's judge {run.get('judge')} asked {model}; re-judging it would "
+                        "need the veto model, which --rescore never calls")
     records = read_records(old / RESULTS)
     if not records:
         raise CapaError(f"--rescore {old}: no finished session in {old / RESULTS}")
@@ -148,7 +149,7 @@ def rescore_run(old: str | Path, out: str | Path, data=None) -> dict:
     """Re-extract and re-judge every recorded reply of the run in `old`; write the run `out`."""
     from capa_hf.dataset.load import load_capa
     from capa_hf.evaluation.runner import write_summary
-    from capa_hf.simulator.protocols import judge_factory
+    from capa_hf.simulator.protocols import build_judge
     from runners.usage import RunStats
 
     old, out = Path(old), Path(out)
@@ -177,7 +178,7 @@ def rescore_run(old: str | Path, out: str | Path, data=None) -> dict:
         problem = data.problem(pool[rec["session_id"]])
         for turn, reply in enumerate(_assistant_replies(rec), 1):
             jobs.append((key, turn, extract_submission(reply, problem.entry_point), problem))
-    judge = judge_factory(cfg.judge)()
+    judge = build_judge(cfg.judge, seed=cfg.seed)
     try:
         def one(job):
             _key, _turn, sub, problem = job
@@ -244,7 +245,8 @@ def rescore_cli(args) -> int:
     from capa_hf.evaluation.summary_md import summary_markdown
 
     given = [flag for flag, value in (("--model", args.model), ("--preset", args.preset),
-                                      ("--cells", args.cells), ("--limit", args.limit), ("--veto", args.veto))
+                                      ("--cells", args.cells), ("--limit", args.limit), ("--veto", args.veto),
+                                      ("--judge-model", getattr(args, "judge_model", None)))
              if value]
     if given:
         raise CapaError(f"--rescore takes every setting from the old run; drop {', '.join(given)}")

@@ -21,14 +21,16 @@ from typing import Any
 
 from runners.engine import describe_engine
 
+from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions import ConditionEnv, get_condition
 from capa_hf.evaluation.config import EvalConfig
+from capa_hf.evaluation.metrics import metric_block
 from capa_hf.evaluation.runner import TooManyErrors, build_engine, run_sessions, sampling_for
 from capa_hf.evaluation.sources import source_for_split
 from capa_hf.prompts import prompt_text
 from capa_hf.specs import llm_spec
 from capa_hf.simulator.cast import cast_episode
-from capa_hf.simulator.protocols import judge_factory, user_factory
+from capa_hf.simulator.protocols import build_judge, judge_engine_role, judge_factory, judge_spec, user_factory
 from capa_hf.version import PIPELINE_VERSION
 
 __all__ = ["EvalConfig", "TooManyErrors", "run_eval"]
@@ -40,15 +42,16 @@ def user_engine_role(config: EvalConfig) -> str | None:
 
 
 def role_engines(config: EvalConfig, skip: set[str] = frozenset()) -> dict:
-    """Engines for the other model roles of an episode: the simulated user's, when it declares an
-    engine role (the LLM user: `user`), and the LLM veto's (`veto`). Each is its own engine,
-    batched by the driver in its own role."""
+    """Engines for the other model roles of an episode: the simulated user's and the judge's, when
+    their factories declare an engine role (the LLM user: `user`; the veto: `veto`). Each is its
+    own engine, batched by the driver in its own role."""
     out = {}
     role = user_engine_role(config)
     if role and role not in skip:
         out[role] = build_engine(llm_spec("--user", config.user), dict(config.user_engine_args), "--user")
-    if config.veto and "veto" not in skip:
-        out["veto"] = build_engine(llm_spec("--veto", config.veto), dict(config.veto_engine_args), "--veto")
+    role = judge_engine_role(config.judge)
+    if role and role not in skip:
+        out[role] = build_engine(config.judge_model, dict(config.judge_engine_args), "--judge-model")
     return out
 
 
@@ -58,14 +61,15 @@ def user_options(config: EvalConfig) -> dict:
     return {"role": role, "seed": config.seed} if role else {}
 
 
-def make_judge(config: EvalConfig):
-    """The configured judge, wrapped by the LLM veto when `config.veto` is set."""
-    judge = judge_factory(config.judge)()
-    if config.veto:
-        from capa_hf.simulator.veto import VetoJudge
-
-        judge = VetoJudge(judge, seed=config.seed)
-    return judge
+def check_judge(config: EvalConfig) -> None:
+    """A judge that asks a model has one (--judge-model), and only such a judge has one."""
+    spec = judge_spec(config.judge)
+    if judge_engine_role(spec) and not config.judge_model:
+        raise CapaError(f"--judge {config.judge}: this judge asks a model; give --judge-model <engine spec> "
+                        "(or --veto llm:<engine spec>)")
+    if config.judge_model and not judge_engine_role(spec):
+        raise CapaError(f"--judge-model {config.judge_model}: the judge {config.judge!r} asks no model "
+                        "(a veto is --judge veto:sandbox)")
 
 
 def model_engine(config: EvalConfig, data: Any):
@@ -94,8 +98,7 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
     user_factory(config.user)                      # refuses an unknown user before any work
     if user_engine_role(config):
         llm_spec("--user", config.user)
-    if config.veto:
-        llm_spec("--veto", config.veto)
+    check_judge(config)
     condition = get_condition(config.condition, seed=config.seed)
     source = source_for_split(config.split)(config, data=data)
     targets = source.targets()
@@ -105,7 +108,7 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
 
         check_labels_match(difficulty, identity["dataset_version"], identity["dataset_manifest_sha256"],
                            f"dataset {identity['dataset_source']}")
-    judge = make_judge(config)
+    judge = build_judge(config.judge, seed=config.seed)
     engine = engine or model_engine(config, source.data)
     overrides = dict(role_engine_overrides or {})
     engines = {"assistant": engine, **role_engines(config, skip=set(overrides)), **overrides}
@@ -134,17 +137,14 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
 
 def part_counts(config: EvalConfig, condition: Any, scored: list[dict], latest: list[dict]) -> dict:
     """The counts the run's parts declare: the simulated user's (the LLM user's fallbacks per 100
-    turns), the veto's counts and reasons, with ES, FT-ES and TTC as scored (vetoes count as fails)
-    and as they would be without the vetoes, and the condition's (`condition_stats`: the gate's
-    verdicts, a memory system's counts), over every record, incomplete ones included."""
+    turns), the judge's (`summary_counts(scored, score)`, `score` giving ES, FT-ES and TTC of
+    records: the veto's counts and reasons, scored with and without the vetoes), and the
+    condition's (`condition_stats`: the gate's verdicts, a memory system's counts), over every
+    record, incomplete ones included."""
     out: dict = dict(getattr(user_factory(config.user), "summary_counts", lambda scored: {})(scored))
-    if config.veto:
-        from capa_hf.evaluation.metrics import metric_block
-        from capa_hf.simulator.veto import veto_counts, without_vetoes
-
-        out["veto"] = {**veto_counts(scored),
-                       "with_vetoes": metric_block(scored, config.max_turns, seed=config.seed),
-                       "without_vetoes": metric_block(without_vetoes(scored), config.max_turns, seed=config.seed)}
+    judge_counts = getattr(judge_factory(config.judge), "summary_counts", None)
+    if judge_counts:
+        out.update(judge_counts(scored, lambda records: metric_block(records, config.max_turns, seed=config.seed)))
     counts = getattr(condition, "summary_counts", lambda records: {})(latest)
     if counts:
         out["condition_stats"] = counts

