@@ -52,19 +52,29 @@ def load_lexicons(folder: Path | None = None) -> dict[str, Lexicon]:
     return _load_dir(Lexicon, folder or DATA_DIR / "lexicons")
 
 
-def keypoint_file(task_id: str, folder: Path | None = None) -> Path:
-    return (folder or DATA_DIR / "keypoints") / f"{task_id.replace('/', '_')}.yaml"
+def task_file(folder: Path, task_id: str) -> Path:
+    """A per-task data file: HumanEval/12 lives in `folder`/HumanEval_12.yaml."""
+    return folder / f"{task_id.replace('/', '_')}.yaml"
 
 
-def load_task_contents(folder: Path | None = None) -> dict[str, TaskContent]:
-    folder = folder or DATA_DIR / "keypoints"
+def load_per_task(model, folder: Path) -> dict:
+    """Every HumanEval_*.yaml record of `model` in `folder`, by task id; a file named for another
+    task than the one it holds is refused."""
     out = {}
     for path in sorted(folder.glob("HumanEval_*.yaml")):
-        rec = load_record(TaskContent, path)
-        if keypoint_file(rec.task_id, folder).name != path.name:
+        rec = load_record(model, path)
+        if task_file(folder, rec.task_id).name != path.name:
             raise DataFileError(path, f"task_id {rec.task_id!r} does not match the file name", field="task_id")
         out[rec.task_id] = rec
     return out
+
+
+def keypoint_file(task_id: str, folder: Path | None = None) -> Path:
+    return task_file(folder or DATA_DIR / "keypoints", task_id)
+
+
+def load_task_contents(folder: Path | None = None) -> dict[str, TaskContent]:
+    return load_per_task(TaskContent, folder or DATA_DIR / "keypoints")
 
 
 def variant_file(task_id: str, folder: Path | None = None) -> Path:

@@ -24,8 +24,7 @@ from typing import Mapping
 
 from pydantic import Field, field_validator
 
-from capa_hf.data_files import load_record
-from capa_hf.errors import DataFileError
+from capa_hf.content import load_per_task, task_file
 from capa_hf.paths import DATA_DIR
 from capa_hf.schema.base import Record, no_blank
 from capa_hf.variants.combos import task_variants, variant_key
@@ -57,18 +56,11 @@ class KeypointExamples(Record):
 
 
 def examples_file(task_id: str, folder: Path | None = None) -> Path:
-    return (folder or DATA_DIR / "keypoint_examples") / f"{task_id.replace('/', '_')}.yaml"
+    return task_file(folder or DATA_DIR / "keypoint_examples", task_id)
 
 
 def load_keypoint_examples(folder: Path | None = None) -> dict[str, KeypointExamples]:
-    folder = folder or DATA_DIR / "keypoint_examples"
-    out = {}
-    for path in sorted(folder.glob("HumanEval_*.yaml")):
-        rec = load_record(KeypointExamples, path)
-        if examples_file(rec.task_id, folder).name != path.name:
-            raise DataFileError(path, f"task_id {rec.task_id!r} does not match the file name", field="task_id")
-        out[rec.task_id] = rec
-    return out
+    return load_per_task(KeypointExamples, folder or DATA_DIR / "keypoint_examples")
 
 
 def example_test(exprs: tuple[str, ...]) -> str:
