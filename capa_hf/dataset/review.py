@@ -31,6 +31,7 @@ class HeldoutReview(Record):
     fluency_quote: str = ""
     persona_holds: bool
     persona_quote: str = ""
+    note: str = ""                      # anything else the reviewer saw, quoted
 
 
 class OffQuote(Record):
@@ -44,7 +45,9 @@ class HistoryReview(Record):
     off_quotes: tuple[OffQuote, ...] = ()
     habit_own: bool
     persona_holds: bool
+    persona_quote: str = ""
     back_reference: Literal["yes", "no", "none"]
+    note: str = ""                      # anything else the reviewer saw (garbled words, fillers), quoted
 
 
 class ReviewResults(Record):
