@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from capa_hf.dataset.review import load_review, review_counts
+from capa_hf.dataset.review import REVIEW_DIR, load_review, review_counts
 from capa_hf.errors import DataFileError
 
 SHA = "0" * 64
@@ -47,12 +47,25 @@ def test_a_bad_grade_is_named(tmp_path):
         load_review(_write(tmp_path, data))
 
 
-def test_validate_says_when_a_version_has_no_review():
+def test_validate_reports_the_review_of_its_version_and_says_when_there_is_none(tmp_path):
+    import json
+    import shutil
+
     from capa_hf.dataset.validate import validate_folder
     from capa_hf.paths import DEFAULT_DATASET_DIR
 
     report = validate_folder(DEFAULT_DATASET_DIR)
-    assert any(n.startswith("blind review: none for version") for n in report.notes)
+    version = json.loads((DEFAULT_DATASET_DIR / "capa_manifest.json").read_text())["version"]
+    if (REVIEW_DIR / f"{version}.yaml").is_file():
+        counts = report.facts["blind_review"]
+        assert counts["complete"] and counts["heldout_reviewed"] == 300 and counts["history_reviewed"] == 300
+    copy = tmp_path / "capa"
+    shutil.copytree(DEFAULT_DATASET_DIR, copy)
+    manifest = json.loads((copy / "capa_manifest.json").read_text())
+    manifest["version"] = "9.9.9"
+    (copy / "capa_manifest.json").write_text(json.dumps(manifest))
+    report = validate_folder(copy)
+    assert any(n.startswith("blind review: none for version 9.9.9") for n in report.notes)
     assert "blind_review" not in report.facts
 
 
