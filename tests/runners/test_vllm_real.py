@@ -261,7 +261,9 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 def test_capa_eval_end_to_end_on_real_vllm(real, info, tmp_path):
     out = tmp_path / "e2e"
-    res = real.call("eval", argv=["--cells", "C01", "--limit", "2", "--max-turns", "2", "--max-tokens", "256",
+    # one session of two short turns: the whole eval path on the real engine, at the least decode time
+    # that still shows a second turn
+    res = real.call("eval", argv=["--cells", "C01", "--limit", "1", "--max-turns", "2", "--max-tokens", "128",
                                   "--out", str(out), "--no-progress"])
     assert res["rc"] == 0 and res["make_engine_calls"] == [f"vllm:{info['folder']}"]
     config = json.loads((out / "config.json").read_text())
@@ -273,11 +275,11 @@ def test_capa_eval_end_to_end_on_real_vllm(real, info, tmp_path):
         expected["dtype"] = "float32"   # bfloat16 is emulated on this CPU
     assert config["engine"]["platform_defaults"] == expected
     records = _read_jsonl(out / "sessions.jsonl")
-    assert len(records) == 2 and not any(r.get("incomplete") for r in records)
+    assert len(records) == 1 and not any(r.get("incomplete") for r in records)
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["n_sessions"] == 2 and summary["n_incomplete"] == 0
+    assert summary["n_sessions"] == 1 and summary["n_incomplete"] == 0
     turns = [t for r in records for t in r["turns"] if t["role"] == "assistant"]
-    assert 2 <= len(turns) <= 4 and all(t["content"].strip() for t in turns)
+    assert 1 <= len(turns) <= 2 and all(t["content"].strip() for t in turns)
     assert res["requests_sent"] == len(turns)
     if os.environ.get("CAPA_KEEP_E2E"):  # keep the run for a look: CAPA_KEEP_E2E=<folder>
         import shutil
