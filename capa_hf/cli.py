@@ -122,12 +122,30 @@ def _cmd_list(args) -> int:
     return 0
 
 
+def shown_default(action: argparse.Action) -> bool:
+    """Whether `--help` should show an option's default: a value, not "not given" (None, an
+    off switch, an empty list)."""
+    d = action.default
+    return not (d is None or d is False or d is argparse.SUPPRESS or (isinstance(d, (list, tuple)) and not d))
+
+
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the help already says what it is."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if not shown_default(action) or "default" in text:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class CapaParser(argparse.ArgumentParser):
-    """No abbreviated options (`--engine` is never taken for `--engine-arg`), and a usage error
-    in one line that names the command, then exit 2."""
+    """No abbreviated options (`--engine` is never taken for `--engine-arg`), help that shows
+    each default, and a usage error in one line that names the command, then exit 2."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):
@@ -142,8 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("design", help="print the balanced 60-cell design")
-    d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--json", action="store_true")
+    d.add_argument("--seed", type=int, default=0, help="the seed of the design's assignment of tasks to cells")
+    d.add_argument("--json", action="store_true", help="print the cells as JSON")
     d.set_defaults(func=_cmd_design)
 
     v = sub.add_parser("validate-content", help="check the curated keypoints, personas and lexicons")
@@ -165,8 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     rt.set_defaults(func=_cmd_regen_ties)
 
     b = sub.add_parser("build", help="build the dataset (Stages 1-3) into a folder")
-    b.add_argument("--out", default=DATASET_OUT)
-    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--out", default=DATASET_OUT, help="the folder the dataset is written to")
+    b.add_argument("--seed", type=int, default=0, help="the seed of the design and of every stage")
     b.add_argument("--version", default=None, help="dataset version (default: the pipeline version)")
     b.add_argument("--assistant", default=None,
                    help="runners engine spec that plays the assistant in Stage 2 (default: reference)")
@@ -177,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--consistency", default=None, help="llm:<engine spec>: a model checks each trace against its "
                                                        "cell and the cell's previous trace (Stage 3)")
     b.add_argument("--cache", default=None, help="completion cache for the build's engines (sqlite path)")
-    b.add_argument("--quiet", action="store_true")
+    b.add_argument("--quiet", action="store_true", help="no progress on stderr")
     b.set_defaults(func=_cmd_build)
 
     x = sub.add_parser("extract-keypoints", help="draft keypoint YAML for new tasks with a model, validated")
@@ -187,20 +205,20 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--source", required=True, help="JSONL of tasks: task_id, prompt, optional entry_point")
     x.add_argument("--out", required=True, help="folder for the drafts and extraction_report.json")
     x.add_argument("--limit", type=int, default=None, help="only the first N tasks")
-    x.add_argument("--max-tokens", type=int, default=EXTRACTION_MAX_TOKENS)
+    x.add_argument("--max-tokens", type=int, default=EXTRACTION_MAX_TOKENS, help="reply budget of one task's keypoints")
     x.add_argument("--cache", default=None, help="completion cache (sqlite path)")
-    x.add_argument("--no-progress", action="store_true")
+    x.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     x.set_defaults(func=_cmd_extract_keypoints)
 
     val = sub.add_parser("validate", help="check a built dataset folder (parquet, card, balance)")
-    val.add_argument("path")
+    val.add_argument("path", help="a dataset folder written by capa build")
     val.set_defaults(func=_cmd_validate)
 
     pub = sub.add_parser("publish", help="upload a built dataset folder to the Hub and tag it")
-    pub.add_argument("path", nargs="?", default=DATASET_OUT)
-    pub.add_argument("--repo-id", required=True)
-    pub.add_argument("--version", required=True)
-    pub.add_argument("--private", action="store_true")
+    pub.add_argument("path", nargs="?", default=DATASET_OUT, help="the dataset folder to upload")
+    pub.add_argument("--repo-id", required=True, help="the Hub dataset repository, namespace/name")
+    pub.add_argument("--version", required=True, help="the tag to give the upload, e.g. v0.2.1")
+    pub.add_argument("--private", action="store_true", help="create the repository as private")
     pub.set_defaults(func=_cmd_publish)
 
     e = sub.add_parser("eval", help="evaluate a model on the held-out sessions")
@@ -216,7 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--dataset", default=None, help="the dataset for the oracle bound and balance figure "
                                                    "(default: the runs' own)")
     r.add_argument("--allow-partial", action="store_true", help="report half-written runs over what they finished")
-    r.add_argument("--no-progress", action="store_true")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     r.set_defaults(func=_cmd_report)
 
     ld = sub.add_parser("label-difficulty", help="difficulty labels from a no-history run (1-2 turns simple, "

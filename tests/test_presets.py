@@ -115,3 +115,20 @@ def test_empty_file_is_refused(tmp_path):
     path.write_text("presets: {}\n")
     with pytest.raises(DataFileError, match="top-level 'presets' mapping"):
         load_presets(path)
+
+
+def test_eval_prints_everything_the_preset_sets(capsys):
+    from capa_hf.cli import build_parser
+    from capa_hf.evaluation.eval_cli import config_from_args
+
+    args = build_parser().parse_args(["eval", "--preset", "qwen3-8b-think", "--engine-arg", "max_model_len=20000",
+                                      "--out", "x"])
+    config = config_from_args(args)
+    err = capsys.readouterr().err
+    p = resolve_preset("qwen3-8b-think")
+    assert err.splitlines()[0] == "preset qwen3-8b-think:"
+    assert p.model in err and f"max_tokens  {p.max_tokens}" in err
+    for k, v in {**p.engine, **p.sampling}.items():      # also those no flag overrode
+        assert f"{k}={str(v).lower() if isinstance(v, bool) else v}" in err
+    assert "overridden by your flags: engine.max_model_len" in err
+    assert config.engine_args["max_model_len"] == 20000 and config.top_k == p.sampling["top_k"]

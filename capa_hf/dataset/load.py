@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capa_hf.dataset.locate import check_local, check_parquet_footers, load_error, one_line
 from capa_hf.dataset.rows import cell_from_row, persona_from_row, session_from_row, task_from_row
 from capa_hf.errors import CapaError
 from capa_hf.paths import DEFAULT_DATASET_DIR
@@ -75,16 +76,18 @@ def load_capa(source: str | Path | None = None, revision: str | None = None) -> 
     from datasets import load_dataset
 
     src = str(source or DEFAULT_DATASET_DIR)
-    local = Path(src).exists()
+    local = check_local(src)
     if local and not (Path(src) / "README.md").is_file():
         raise CapaError(f"{src}: not a CAPA dataset folder (no README.md card with configs)")
     if local and revision:
         raise CapaError(f"--revision {revision!r} applies to a Hub dataset, but {src} is a local folder")
+    if local:
+        check_parquet_footers(src)
     kwargs = {} if local else {"revision": revision}
     try:
         sessions = load_dataset(src, **kwargs)
     except Exception as exc:
-        raise CapaError(f"{src}: could not load the dataset ({type(exc).__name__}: {exc})") from exc
+        raise load_error(src, local, f"{src}: could not load the dataset ({one_line(exc)})") from exc
     if "heldout" not in sessions:
         raise CapaError(f"{src}: has no 'heldout' split (found {sorted(sessions)}); "
                         "expected a CAPA dataset with history and heldout splits")
@@ -95,8 +98,8 @@ def load_capa(source: str | Path | None = None, revision: str | None = None) -> 
         try:
             return load_dataset(src, name, split="train", **kwargs)
         except Exception as exc:
-            raise CapaError(f"{src}: has no usable {name!r} config ({type(exc).__name__}: {exc}); "
-                            "a CAPA v0.2 dataset ships tasks, variants, personas and cells") from exc
+            raise load_error(src, local, f"{src}: has no usable {name!r} config ({one_line(exc)}); "
+                                         "a CAPA v0.2 dataset ships tasks, variants, personas and cells") from exc
 
     tasks, contents = {}, {}
     for row in config("tasks"):

@@ -5,54 +5,71 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from capa_hf.defaults import CONDITION, EVAL_MAX_TOKENS, GREEDY, JUDGE, MAX_TURNS, SPLIT, USER
+from capa_hf.defaults import JUDGE
 from capa_hf.errors import CapaError
 from capa_hf.specs import llm_spec
 
 
+def _doc(name: str, note: str = "") -> str:
+    """A config field's description as help text (argparse formats help with %), with `note`."""
+    from capa_hf.evaluation.config import field_doc
+
+    return (field_doc(name) + note).replace("%", "%%")
+
+
+def _preset_doc(name: str) -> str:
+    """The help of a flag a preset may set: the flag's own default is None (not given), so the
+    help names the config's default."""
+    from capa_hf.evaluation.config import field_default
+
+    return _doc(name, f" (default: {field_default(name)}, unless a preset sets it)")
+
+
 def add_eval_arguments(e) -> None:
+    """The flags of `capa eval`: a config field's flag takes its help and default from the field."""
+    from capa_hf.evaluation.config import field_default as default
+
     e.add_argument("--model", "--engine", dest="model", default=None,
-                   help="runners engine spec, e.g. llamacpp, vllm:Qwen/Qwen3-8B, or reference:asker (no model); "
-                        "or given by --preset (capa list engines)")
-    e.add_argument("--preset", default=None, help="a model preset (capa_hf/data/presets.yaml), e.g. qwen3-8b-think")
+                   help=_doc("model", "; or given by --preset"))
+    e.add_argument("--preset", default=None, help=_doc("preset", ", e.g. qwen3-8b-think"))
     e.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="engine option, repeatable; typed: int, float, bool, JSON (e.g. tensor_parallel_size=4)")
+                   help=_doc("engine_args", "; repeatable, typed: int, float, bool, JSON"))
     from capa_hf.evaluation.conditions import known_conditions
     from capa_hf.simulator.protocols import known_judges
 
-    e.add_argument("--condition", default=CONDITION, help=f"one of {' | '.join(known_conditions())} (default {CONDITION})")
+    e.add_argument("--condition", default=default("condition"),
+                   help=_doc("condition", f"; one of {' | '.join(known_conditions())}"))
     e.add_argument("--gate-model", default=None, metavar="SPEC",
-                   help="gate condition: the gate's engine spec (default: the model under test)")
+                   help="gate condition: the gate's engine spec (condition option gate_model; "
+                        "default: the model under test)")
     e.add_argument("--memory-llm", default=None, metavar="SPEC",
-                   help="mem0/amem: openai:<model>@<url>, a URL, or llamacpp[:<model>] (default: the embedded "
-                        "model, served by llama.cpp's server for the run)")
+                   help="mem0/amem: openai:<model>@<url>, a URL, or llamacpp[:<model>] (condition option "
+                        "memory_llm; default: the embedded model, served by llama.cpp's server for the run)")
     e.add_argument("--condition-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="condition option, repeatable, typed like --engine-arg (e.g. memory_scope=session)")
-    e.add_argument("--dataset", default=None, help="dataset folder or Hub id (default: the committed dist/capa)")
-    e.add_argument("--revision", default=None, help="Hub revision or tag of --dataset, e.g. v0.2.0")
-    e.add_argument("--split", default=SPLIT, help=f"{SPLIT} (default) or history")
-    e.add_argument("--cells", nargs="*", default=None, help="cell ids, e.g. C01 C07")
-    e.add_argument("--limit", type=int, default=None, help="at most this many sessions")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--samples", type=int, default=1, help="independent trials per session (pass^k)")
-    e.add_argument("--max-turns", type=int, default=MAX_TURNS)
-    e.add_argument("--max-tokens", type=int, default=None, help=f"reply budget per turn (default {EVAL_MAX_TOKENS})")
-    e.add_argument("--temperature", type=float, default=None, help="default 0 (greedy) unless a preset sets it")
-    e.add_argument("--top-p", type=float, default=None)
-    e.add_argument("--top-k", type=int, default=None)
-    e.add_argument("--min-p", type=float, default=None)
-    e.add_argument("--max-errors", type=int, default=None,
-                   help="abort after this many sessions the engine cannot finish (default 5%% of the sessions)")
-    e.add_argument("--user", default=USER, help="simulated user: scripted, or llm:<engine spec> "
-                                                      "(the paper's planner + expression agent)")
+                   help=_doc("condition_args", "; repeatable, typed like --engine-arg"))
+    e.add_argument("--dataset", default=default("dataset"), help=_doc("dataset"))
+    e.add_argument("--revision", default=default("revision"), help=_doc("revision"))
+    e.add_argument("--split", default=default("split"), help=_doc("split"))
+    e.add_argument("--cells", nargs="*", default=default("cells"), help=_doc("cells"))
+    e.add_argument("--limit", type=int, default=default("limit"), help=_doc("limit"))
+    e.add_argument("--seed", type=int, default=default("seed"), help=_doc("seed"))
+    e.add_argument("--samples", type=int, default=default("samples"), help=_doc("samples"))
+    e.add_argument("--max-turns", type=int, default=default("max_turns"), help=_doc("max_turns"))
+    e.add_argument("--max-tokens", type=int, default=None, help=_preset_doc("max_tokens"))
+    e.add_argument("--temperature", type=float, default=None, help=_preset_doc("temperature"))
+    e.add_argument("--top-p", type=float, default=None, help=_doc("top_p"))
+    e.add_argument("--top-k", type=int, default=None, help=_doc("top_k"))
+    e.add_argument("--min-p", type=float, default=None, help=_doc("min_p"))
+    e.add_argument("--max-errors", type=int, default=default("max_errors"), help=_doc("max_errors"))
+    e.add_argument("--user", default=default("user"), help=_doc("user"))
     e.add_argument("--user-engine-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="option of the LLM user's engine, repeatable, typed like --engine-arg")
-    e.add_argument("--judge", default=JUDGE, help=f"the judge of every submission: one of {', '.join(known_judges())}"
-                                                  f", or veto:<judge> (an LLM may veto its passes) (default {JUDGE})")
-    e.add_argument("--judge-model", default=None, metavar="SPEC",
-                   help="engine spec of a judge that asks a model (--judge veto:sandbox)")
+                   help=_doc("user_engine_args", "; repeatable, typed like --engine-arg"))
+    e.add_argument("--judge", default=default("judge"),
+                   help=_doc("judge", f"; one of {', '.join(known_judges())}"))
+    e.add_argument("--judge-model", default=default("judge_model"), metavar="SPEC",
+                   help=_doc("judge_model", " (--judge veto:sandbox)"))
     e.add_argument("--judge-engine-arg", "--veto-engine-arg", dest="judge_engine_arg", action="append", default=[],
-                   metavar="KEY=VALUE", help="option of the judge's engine, repeatable, typed like --engine-arg")
+                   metavar="KEY=VALUE", help=_doc("judge_engine_args", "; repeatable, typed like --engine-arg"))
     e.add_argument("--veto", default=None, metavar="llm:SPEC",
                    help="the same as --judge veto:<judge> --judge-model SPEC: after a pass, an LLM compares the "
                         "code with the reference and may veto the pass (never grant one)")
@@ -61,8 +78,9 @@ def add_eval_arguments(e) -> None:
     e.add_argument("--rescore", default=None, metavar="RUN",
                    help="re-extract and re-judge the recorded replies of the finished run RUN with the current "
                         "rule and sandbox, without calling any model; writes the run --out")
-    e.add_argument("--out", required=True)
-    e.add_argument("--no-progress", action="store_true")
+    e.add_argument("--out", required=True, help="the run folder: config.json, sessions.jsonl, summary.json and "
+                                                "summary.md; a rerun with the same config resumes it")
+    e.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
 def config_from_args(args):
@@ -83,24 +101,26 @@ def config_from_args(args):
     resolved = apply_preset(preset, model=args.model, engine_args=engine_args,
                             sampling={"temperature": args.temperature, "top_p": args.top_p, "top_k": args.top_k,
                                       "min_p": args.min_p}, max_tokens=args.max_tokens)
-    if preset is not None:
-        for line in resolved.describe_lines():
-            print(line, file=sys.stderr)
     if not resolved.model:
         raise CapaError("--model is required (or a --preset that names one)")
     s = resolved.sampling
     judge, judge_model = judge_from_args(args)
-    return EvalConfig(model=resolved.model, condition=args.condition, condition_args=condition_args_from(args),
-                      dataset=args.dataset, revision=args.revision,
-                      split=args.split, cells=tuple(args.cells) if args.cells else None, limit=args.limit,
-                      seed=args.seed, samples=args.samples, max_turns=args.max_turns,
-                      max_tokens=resolved.max_tokens or EVAL_MAX_TOKENS,
-                      temperature=s["temperature"] if s.get("temperature") is not None else GREEDY,
-                      top_p=s.get("top_p"), top_k=s.get("top_k"), min_p=s.get("min_p"), user=args.user,
-                      user_engine_args=parsed["user_engine_arg"], judge=judge,
-                      judge_model=judge_model, judge_engine_args=parsed["judge_engine_arg"],
-                      engine_args=dict(resolved.engine),
-                      preset=resolved.preset, max_errors=args.max_errors)
+    # a value neither the flags nor the preset set is left to the config's default
+    given = {k: v for k, v in (("max_tokens", resolved.max_tokens), ("temperature", s.get("temperature")))
+             if v is not None}
+    config = EvalConfig(model=resolved.model, condition=args.condition, condition_args=condition_args_from(args),
+                        dataset=args.dataset, revision=args.revision,
+                        split=args.split, cells=tuple(args.cells) if args.cells else None, limit=args.limit,
+                        seed=args.seed, samples=args.samples, max_turns=args.max_turns, **given,
+                        top_p=s.get("top_p"), top_k=s.get("top_k"), min_p=s.get("min_p"), user=args.user,
+                        user_engine_args=parsed["user_engine_arg"], judge=judge,
+                        judge_model=judge_model, judge_engine_args=parsed["judge_engine_arg"],
+                        engine_args=dict(resolved.engine),
+                        preset=resolved.preset, max_errors=args.max_errors)
+    if preset is not None:         # everything the preset sets, then what the flags changed
+        for line in preset.describe_lines() + resolved.describe_lines():
+            print(line, file=sys.stderr)
+    return config
 
 
 def judge_from_args(args) -> tuple[str, str | None]:

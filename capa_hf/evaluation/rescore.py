@@ -33,7 +33,6 @@ import json
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import fields
 from pathlib import Path
 
 from capa_hf.errors import CapaError
@@ -66,8 +65,7 @@ def read_old_run(old: Path) -> tuple[dict, dict[str, dict]]:
 
 def eval_config(run: dict) -> EvalConfig:
     """The EvalConfig a run's config.json `run` block was written from."""
-    names = {f.name for f in fields(EvalConfig)}
-    kw = {k: v for k, v in run.items() if k in names}
+    kw = {k: v for k, v in run.items() if k in EvalConfig.model_fields}
     kw["cells"] = tuple(kw["cells"]) if kw.get("cells") else None
     return EvalConfig(**kw)
 

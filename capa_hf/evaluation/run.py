@@ -22,7 +22,7 @@ from typing import Any
 from runners.engine import describe_engine
 
 from capa_hf.errors import CapaError
-from capa_hf.evaluation.conditions import ConditionEnv, get_condition
+from capa_hf.evaluation.conditions import ConditionEnv, check_condition_options, get_condition
 from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.metrics import metric_block
 from capa_hf.evaluation.runner import TooManyErrors, build_engine, run_sessions, sampling_for
@@ -100,6 +100,7 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
         llm_spec("--user", config.user)
     check_judge(config)
     condition = get_condition(config.condition, seed=config.seed)
+    check_condition_options(config.condition, config.condition_args)
     source = source_for_split(config.split)(config, data=data)
     targets = source.targets()
     identity = source.identity()

@@ -4,8 +4,9 @@
 model or a memory library live in their own modules and register the same way.
 """
 
-from capa_hf.evaluation.conditions.base import (HISTORY_STOPS, Condition, ConditionEnv, get_condition,
-                                                known_conditions, register, render_dialogue, render_history)
+from capa_hf.evaluation.conditions.base import (HISTORY_STOPS, Condition, ConditionEnv, check_condition_options,
+                                                condition_options, get_condition, known_conditions, register,
+                                                render_dialogue, render_history)
 
-__all__ = ["HISTORY_STOPS", "Condition", "ConditionEnv", "get_condition", "known_conditions", "register", "render_dialogue",
-           "render_history"]
+__all__ = ["HISTORY_STOPS", "Condition", "ConditionEnv", "check_condition_options", "condition_options",
+           "get_condition", "known_conditions", "register", "render_dialogue", "render_history"]

@@ -36,7 +36,8 @@ class ConditionEnv:
 
 class Condition(Protocol):
     """What a condition declares besides `contexts` (each optional, read by the run and the report):
-    `order` (where tables list it), `family` (the report table it is compared in: main, identity,
+    `options` (the `--condition-arg` names it takes, each with what it is; a run that gives it any
+    other is refused), `order` (where tables list it), `family` (the report table it is compared in: main, identity,
     memory) with its `baseline` (the condition its paired deltas are against) and `paired_with` (a
     condition it also gets a delta-only row against), and `summary_counts(records)` (what it adds
     to summary.json as condition_stats)."""
@@ -59,6 +60,22 @@ known_conditions = CONDITIONS.names
 
 def get_condition(name: str, seed: int = 0) -> Condition:
     return CONDITIONS.get(name)(seed=seed)
+
+
+def condition_options(name: str) -> dict[str, str]:
+    """The options condition `name` declares: {option: what it is}; none when it declares none."""
+    return dict(getattr(CONDITIONS.get(name), "options", None) or {})
+
+
+def check_condition_options(name: str, options: dict) -> None:
+    """Refuse an option the condition does not declare, naming what it takes and who takes it."""
+    takes = condition_options(name)
+    for key in sorted(set(options) - set(takes)):
+        owners = [n for n in CONDITIONS.names() if key in condition_options(n)]
+        raise CapaError(f"--condition-arg {key}: the condition {name!r} takes "
+                        f"{', '.join(sorted(takes)) or 'no options'} ("
+                        + (f"{key} is an option of {', '.join(owners)})" if owners
+                           else f"no condition declares {key})"))
 
 
 def condition_rank(name: str) -> tuple[float, str]:

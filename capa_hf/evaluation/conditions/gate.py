@@ -132,6 +132,7 @@ def gate_counts(records: Sequence[dict]) -> dict:
 class Gate:
     name = "gate"
     order, family, baseline = 6, "memory", "same-user"
+    options = {"gate_model": "the gate's engine spec, also --gate-model (default: the model under test)"}
     summary_counts = staticmethod(gate_counts)
 
     def __init__(self, seed: int = 0):

@@ -59,6 +59,8 @@ class MemoryCondition:
     name = ""
     summary_counts = staticmethod(memory_counts)
     label = ""
+    options = {"memory_llm": "the memory system's LLM, also --memory-llm (default: the embedded model)",
+               "memory_scope": f"what a session's context holds: {' or '.join(SCOPES)} (default: cell)"}
 
     def __init__(self, seed: int = 0):
         self.seed = seed
