@@ -35,6 +35,7 @@ def test_publish_uploads_then_tags_the_commit():
     assert tag == "v0.2.1"
     staged = api.upload_folder.call_args.kwargs["folder_path"]
     assert api.method_calls == [
+        call.whoami(),          # the token first, before anything is created
         call.create_repo("org/capa", repo_type="dataset", private=False, exist_ok=True),
         call.list_repo_refs("org/capa", repo_type="dataset"),
         call.upload_folder(repo_id="org/capa", folder_path=staged, repo_type="dataset",
