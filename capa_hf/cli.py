@@ -280,8 +280,14 @@ def interrupt_line(args) -> str:
     """What Ctrl-C keeps: a run resumes from its finished sessions."""
     out = getattr(args, "out", None)
     if args.command in ("eval", "blank-control") and out and not getattr(args, "rescore", None):
-        return (f"interrupted; the finished sessions are saved in {out}/sessions.jsonl: "
-                "rerun the same command to resume")
+        from capa_hf.evaluation.records import RESULTS, complete, read_records
+
+        results = Path(out) / RESULTS
+        finished = len(complete(read_records(results)))
+        if finished:
+            return (f"interrupted; {finished} finished session(s) are saved in {results}: "
+                    "rerun the same command to resume")
+        return "interrupted before any session finished; rerun the same command to start"
     return "interrupted; rerun the same command to start again"
 
 

@@ -65,7 +65,7 @@ def test_ctrl_c_is_one_line_that_says_how_to_resume_and_keeps_finished_sessions(
     code, _, err = run_cli(["eval", "--model", "reference:asker", "--limit", "3", "--no-progress",
                             "--out", str(out)], capsys)
     assert code == 130 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    assert f"finished sessions are saved in {out}/sessions.jsonl" in err and "rerun the same command" in err
+    assert f"1 finished session(s) are saved in {out}/sessions.jsonl" in err and "rerun the same command" in err
     kept = [json.loads(line) for line in (out / "sessions.jsonl").read_text().splitlines()]
     assert len(kept) == 1 and not kept[0].get("incomplete")
     provenance = json.loads((out / "config.json").read_text())["provenance"]

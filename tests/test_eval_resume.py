@@ -34,9 +34,10 @@ def test_a_folder_with_no_finished_session_takes_the_new_config(tmp_path, capsys
         raise KeyboardInterrupt          # a start that dies before any session ends
 
     monkeypatch.setattr(runner, "run_episodes", crash)
-    code, _, _ = run_cli(["eval", "--model", "reference:asker", "--limit", "1", "--max-turns", "3",
-                          "--no-progress", "--out", str(out)], capsys)
+    code, _, err = run_cli(["eval", "--model", "reference:asker", "--limit", "1", "--max-turns", "3",
+                           "--no-progress", "--out", str(out)], capsys)
     assert code == 130 and recorded(out)["max_turns"] == 3
+    assert "interrupted before any session finished" in err
     monkeypatch.setattr(runner, "run_episodes", runners.driver.run_episodes)
     summary, _ = run(out, capsys, "--limit", "1")          # the corrected command
     assert recorded(out)["max_turns"] == 8 and summary["n_sessions"] == 1 and summary["resumed"] == 0
