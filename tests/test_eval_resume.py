@@ -117,3 +117,22 @@ def test_normalised_keys():
     base = {"model": "m", "dataset": None, "cells": None, "limit": 1}
     assert differing_keys(base, {**base, "dataset": str(DEFAULT_DATASET_DIR), "cells": []}) == []
     assert differing_keys(base, {**base, "dataset": "org/other", "cells": ["C01"]}) == ["cells", "dataset"]
+
+
+def test_the_same_options_on_other_data_are_refused(tmp_path, capsys):
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    copy = tmp_path / "capa"
+    shutil.copytree(DEFAULT_DATASET_DIR, copy)
+    out = tmp_path / "run"
+    run(out, capsys, "--limit", "1", "--dataset", str(copy))
+    path = copy / "data" / "heldout-00000-of-00001.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    rows[1]["initial_request"] += " Thanks."
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path, compression="zstd")
+    one_line_error(["eval", "--model", "reference:asker", "--limit", "2", "--dataset", str(copy), "--allow-modified",
+                    "--no-progress", "--out", str(out)], capsys, "differs in: dataset_manifest_sha256)")

@@ -7,7 +7,8 @@
   becomes the new one; a smaller limit or any other changed option is refused, naming the keys;
 - `--overwrite` deletes the run's files first (saying so), and the run starts over.
 
-Only the `run` block decides; the provenance (times, command line, versions) never does.
+The `run` block decides, with the dataset's version and manifest hash (the same options on a
+rebuilt or edited dataset are another run); the provenance (times, command line, versions) never does.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from capa_hf.errors import CapaError
 from capa_hf.paths import DEFAULT_DATASET_DIR
 
 GROWS = "limit"
+IDENTITY = ("dataset_version", "dataset_manifest_sha256")     # what the run was played on
 
 
 def dataset_key(value: str | None) -> str:
@@ -61,6 +63,8 @@ def resumed_config(out: Path, old: dict, new: dict) -> dict:
     diff = [k for k in differing_keys(old_run, new_run) if k != GROWS]
     if GROWS in differing_keys(old_run, new_run) and not limit_grows(old_run.get(GROWS), new_run.get(GROWS)):
         diff.append(f"limit (was {old_run.get(GROWS)}, now {new_run.get(GROWS)}: a limit may only grow)")
+    # the same options on other data (a rebuilt or edited dataset) are another run too
+    diff += [k for k in IDENTITY if k in old and k in new and old[k] != new[k]]
     if diff:
         raise CapaError(f"{out} holds a run with another config (differs in: {', '.join(sorted(diff))}); "
                         "rerun with its options to resume it, pass --overwrite to start over, or use a new --out")

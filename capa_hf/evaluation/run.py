@@ -1,8 +1,9 @@
 """`capa eval`: pick a run's targets, cast their episodes, and hand them to the run loop.
 
 A run folder holds:
-- config.json      what was run (model, engine settings, condition, selection, seed, dataset
-                   version and manifest hash, versions)
+- config.json      what was run (model, engine settings, condition, selection, seed), on what
+                   (dataset version, the manifest hash computed from its files, whether they match
+                   the build's), and how (`provenance`: times, command line, git commit, versions)
 - sessions.jsonl   one line per finished session and trial: transcript, submissions with
                    verdicts, first-success turn, tokens, timings (appended as each one ends);
                    `incomplete: true` lines are engine failures, retried by a rerun
