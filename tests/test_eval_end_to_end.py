@@ -98,9 +98,9 @@ def test_killed_run_resumes_without_redoing_sessions(tmp_path, capa_data):
     engine = assistant(capa_data, "ask")
     cfg = EvalConfig(model="scripted", condition="none", cells=(CELL,))
     out = tmp_path / "run"
-    run_eval(EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=2), out, engine=engine,
-             progress=False, data=capa_data)
-    with pytest.raises(Exception, match="another config"):
+    run_eval(EvalConfig(model="scripted", condition="none", cells=(CELL,), limit=2, max_turns=4), out,
+             engine=engine, progress=False, data=capa_data)
+    with pytest.raises(Exception, match=r"another config \(differs in: max_turns\)"):
         run_eval(cfg, out, engine=engine, progress=False, data=capa_data)
     # same config: simulate a crash after two sessions by truncating the results, then rerun
     out2 = tmp_path / "run2"

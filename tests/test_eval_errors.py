@@ -34,7 +34,11 @@ def test_dataset_without_heldout_split_is_refused(tmp_path, capsys):
                                       "  - split: train\n    path: data/train.jsonl\n---\n")
     code, err = run_cli(["eval", "--model", "scripted", "--condition", "none", "--dataset", str(folder),
                          "--out", str(tmp_path / "r")], capsys)
-    assert code == 2 and "heldout" in err and str(folder) in err
+    # a folder without the build's manifest cannot be checked: refused unless --allow-modified
+    assert code == 2 and f"{folder}: has no capa_manifest.json" in err and "--allow-modified" in err
+    code, err = run_cli(["eval", "--model", "scripted", "--condition", "none", "--dataset", str(folder),
+                         "--allow-modified", "--out", str(tmp_path / "r")], capsys)
+    assert code == 2 and "has no 'heldout' split" in err and str(folder) in err
 
 
 def test_unknown_cell_is_named(tmp_path, capsys):

@@ -35,6 +35,7 @@ def test_publish_uploads_then_tags_the_commit():
     assert tag == "v0.2.1"
     staged = api.upload_folder.call_args.kwargs["folder_path"]
     assert api.method_calls == [
+        call.whoami(),          # the token first, before anything is created
         call.create_repo("org/capa", repo_type="dataset", private=False, exist_ok=True),
         call.list_repo_refs("org/capa", repo_type="dataset"),
         call.upload_folder(repo_id="org/capa", folder_path=staged, repo_type="dataset",
@@ -85,3 +86,57 @@ def test_bad_version_and_repo_id_are_named():
         publish(DEFAULT_DATASET_DIR, "org/capa", "latest", api=fake_api())
     with pytest.raises(CapaError, match="ORG/NAME"):
         publish(DEFAULT_DATASET_DIR, "capa", "0.2.1", api=fake_api())
+
+
+def hub_failure(kind: str) -> Exception:
+    import httpx
+    from huggingface_hub.errors import HfHubHTTPError, LocalTokenNotFoundError
+
+    request = httpx.Request("GET", "https://huggingface.co/api/whoami-v2")
+    return {"no-token": LocalTokenNotFoundError("Token is required to call the /whoami-v2 endpoint\nmore text"),
+            "offline": httpx.ConnectError("[Errno -3] Temporary failure in name resolution", request=request),
+            "refused": HfHubHTTPError("401 Client Error: Unauthorized\nlong body",
+                                      response=httpx.Response(401, request=request))}[kind]
+
+
+@pytest.mark.parametrize("kind, expected", [
+    ("no-token", "capa publish: error: no Hugging Face token: log in with `hf auth login`"),
+    ("offline", "capa publish: error: cannot reach the Hugging Face Hub to publish org/capa (ConnectError"),
+    ("refused", "capa publish: error: the Hub refused the Hugging Face token (HTTP 401)"),
+])
+def test_publish_checks_the_token_first_and_fails_in_one_line(kind, expected, capsys, monkeypatch):
+    import huggingface_hub
+
+    from tests.cli_run import one_line_error
+
+    api = fake_api()
+    api.whoami.side_effect = hub_failure(kind)
+    monkeypatch.setattr(huggingface_hub, "HfApi", lambda: api)
+    err = one_line_error(["publish", str(DEFAULT_DATASET_DIR), "--repo-id", "org/capa", "--version", "0.2.1"],
+                         capsys, expected)
+    assert api.method_calls == [call.whoami()], err       # nothing created, nothing uploaded
+
+
+def test_publish_without_network_after_the_token_is_one_line(capsys, monkeypatch):
+    import huggingface_hub
+
+    from tests.cli_run import one_line_error
+
+    api = fake_api()
+    api.create_repo.side_effect = hub_failure("offline")
+    monkeypatch.setattr(huggingface_hub, "HfApi", lambda: api)
+    one_line_error(["publish", str(DEFAULT_DATASET_DIR), "--repo-id", "org/capa", "--version", "0.2.1"],
+                   capsys, "cannot reach the Hugging Face Hub to publish org/capa")
+    assert not api.upload_folder.called and not api.create_tag.called
+
+
+def test_publish_with_the_real_client_and_no_token_stops_before_any_request(tmp_path, capsys, monkeypatch):
+    from huggingface_hub import constants
+
+    from tests.cli_run import one_line_error
+
+    for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
+    one_line_error(["publish", str(DEFAULT_DATASET_DIR), "--repo-id", "org/capa", "--version", "0.2.1"],
+                   capsys, "no Hugging Face token")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from runners.engine import engine_label
+from runners.engine import EngineError, engine_label
 
 from capa_hf.content import load_content
 from capa_hf.dataset.card import render_card
@@ -103,6 +103,7 @@ def build_cli(args) -> int:
     from runners.options import parse_engine_args
 
     engine = cache = realizer = consistency = None
+    Path(args.out).mkdir(parents=True, exist_ok=True)    # an --out that cannot be written fails now, not after the build
     realizer_spec = llm_spec("--realizer", args.realizer) if getattr(args, "realizer", None) else None
     consistency_spec = llm_spec("--consistency", args.consistency) if getattr(args, "consistency", None) else None
     try:
@@ -122,7 +123,7 @@ def build_cli(args) -> int:
             if spec not in engines:
                 try:
                     engines[spec] = make_engine(spec, **options)
-                except (ValueError, TypeError) as exc:
+                except (ValueError, TypeError, ImportError, EngineError) as exc:
                     raise CapaError(f"engine {spec!r}: {exc}") from None
             return engines[spec]
 

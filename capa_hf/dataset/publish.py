@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 from capa_hf.dataset.build import MANIFEST
 from capa_hf.dataset.validate import validate_folder
@@ -57,6 +59,44 @@ def stage_for_hub(folder: Path, staged: Path, repo_id: str, version: str) -> Pat
     return staged
 
 
+NO_TOKEN = ("no Hugging Face token: log in with `hf auth login` (or set HF_TOKEN to a token with write "
+            "access), then rerun")
+
+
+def check_token(api) -> None:
+    """Ask the Hub who the token belongs to before any upload: no token, or one the Hub refuses,
+    is one line saying how to log in."""
+    from huggingface_hub.errors import HfHubHTTPError, LocalTokenNotFoundError
+
+    try:
+        api.whoami()
+    except LocalTokenNotFoundError:
+        raise CapaError(NO_TOKEN) from None
+    except HfHubHTTPError as exc:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        if status in (401, 403):
+            raise CapaError(f"the Hub refused the Hugging Face token (HTTP {status}); log in again with "
+                            "`hf auth login` (a token with write access), then rerun") from None
+        raise
+
+
+@contextlib.contextmanager
+def hub_errors(repo_id: str) -> Iterator[None]:
+    """The Hub unreachable, or an HTTP error from it, as one line naming the repo."""
+    import httpx
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    try:
+        yield
+    except (httpx.TransportError, OfflineModeIsEnabled, ConnectionError, TimeoutError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise CapaError(f"cannot reach the Hugging Face Hub to publish {repo_id} ({type(exc).__name__}: {first}); "
+                        "check the network (and HF_ENDPOINT / HF_HUB_OFFLINE), then rerun") from None
+    except HfHubHTTPError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CapaError(f"the Hub refused a request for {repo_id}: {first}") from None
+
+
 def publish(folder: Path, repo_id: str, version: str, private: bool = False, api=None) -> str:
     """Returns the tag it created. `api` defaults to `huggingface_hub.HfApi()` (injectable for tests)."""
     if "/" not in repo_id:
@@ -67,16 +107,19 @@ def publish(folder: Path, repo_id: str, version: str, private: bool = False, api
         from huggingface_hub import HfApi
 
         api = HfApi()
-    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-    last = latest_tag(api, repo_id)
-    if last is not None and wanted <= last:
-        raise CapaError(f"version {version} is not newer than the last tag v{'.'.join(map(str, last))} of {repo_id}")
-    tag = "v" + ".".join(map(str, wanted))
-    with tempfile.TemporaryDirectory(prefix="capa-publish-") as tmp:
-        staged = stage_for_hub(folder, Path(tmp) / folder.name, repo_id, ".".join(map(str, wanted)))
-        commit = api.upload_folder(repo_id=repo_id, folder_path=str(staged), repo_type="dataset",
-                                   commit_message=f"CAPA {tag}")
-    api.create_tag(repo_id, tag=tag, revision=commit.oid, repo_type="dataset",
-                   tag_message=f"CAPA dataset {tag}")
+    with hub_errors(repo_id):
+        check_token(api)
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        last = latest_tag(api, repo_id)
+        if last is not None and wanted <= last:
+            raise CapaError(f"version {version} is not newer than the last tag v{'.'.join(map(str, last))} "
+                            f"of {repo_id}")
+        tag = "v" + ".".join(map(str, wanted))
+        with tempfile.TemporaryDirectory(prefix="capa-publish-") as tmp:
+            staged = stage_for_hub(folder, Path(tmp) / folder.name, repo_id, ".".join(map(str, wanted)))
+            commit = api.upload_folder(repo_id=repo_id, folder_path=str(staged), repo_type="dataset",
+                                       commit_message=f"CAPA {tag}")
+        api.create_tag(repo_id, tag=tag, revision=commit.oid, repo_type="dataset",
+                       tag_message=f"CAPA dataset {tag}")
     print(f"published {folder} to {repo_id} at {commit.oid} and tagged {tag}")
     return tag

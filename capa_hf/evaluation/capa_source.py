@@ -48,6 +48,7 @@ def session_facts(t: Session) -> dict:
 @register_source("capa")
 class CapaSource:
     splits = ("heldout", "history")
+    reads_dataset = True     # `capa eval` checks --dataset against its manifest before loading it
 
     def __init__(self, config, data: LoadedDataset | None = None):
         self.config = config

@@ -83,6 +83,15 @@ def add_eval_arguments(e) -> None:
     e.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
+def add_run_folder_arguments(e) -> None:
+    """How `capa eval` treats its dataset and an earlier run in --out (not part of the run's config)."""
+    e.add_argument("--allow-modified", action="store_true",
+                   help="run on a local dataset whose files differ from its capa_manifest.json (refused by "
+                        "default); config.json records the hash of the files as they are")
+    e.add_argument("--overwrite", action="store_true",
+                   help="delete the run already in --out and start over (by default a rerun resumes it)")
+
+
 def config_from_args(args):
     """An EvalConfig from the parsed flags: explicit flags > preset > defaults."""
     from runners.options import parse_engine_args
@@ -168,7 +177,9 @@ def eval_cli(args) -> int:
         from capa_hf.evaluation.difficulty_labels import read_labels
 
         labels = read_labels(args.difficulty)
-    summary = run_eval(config, Path(args.out), progress=not args.no_progress, difficulty=labels)
+    summary = run_eval(config, Path(args.out), progress=not args.no_progress, difficulty=labels,
+                       allow_modified=getattr(args, "allow_modified", False),
+                       overwrite=getattr(args, "overwrite", False))
     print(summary_markdown(summary))
     print(f"wrote {args.out}/summary.json and {args.out}/{RESULTS}", file=sys.stderr)
     return 1 if summary.get("n_incomplete") else 0

@@ -117,18 +117,30 @@ def append(fh, record: dict) -> None:
     os.fsync(fh.fileno())
 
 
-def prepare_out(out: Path, config: dict) -> None:
-    """Create the run folder, or check that it holds a run of the same config (to resume it)."""
+def prepare_out(out: Path, config: dict, overwrite: bool = False) -> dict:
+    """Create the run folder, or check that it holds a run the new config may resume
+    (evaluation/resume.py: a folder with no finished session takes the new config, a limit may
+    grow, defaults compare equal); `overwrite` deletes the earlier run first. Writes and returns
+    the config the run records."""
+    from capa_hf.evaluation.resume import clear_run, resumed_config
+
+    if overwrite:
+        clear_run(out)
     out.mkdir(parents=True, exist_ok=True)
     cfg_path = out / "config.json"
     if cfg_path.is_file():
+        finished = complete(read_records(out / RESULTS))
         try:
             old = json.loads(cfg_path.read_text())
         except json.JSONDecodeError:
-            raise CapaError(f"{cfg_path}: unreadable config of an earlier run; use a new --out or delete it") from None
-        if old.get("run") != config["run"]:
-            diff = sorted(k for k in set(config["run"]) | set(old.get("run", {}))
-                          if old.get("run", {}).get(k) != config["run"].get(k))
-            raise CapaError(f"{out} holds a run with another config; use a new --out or delete it "
-                            f"(differs in: {diff})")
+            if finished:
+                raise CapaError(f"{cfg_path}: unreadable config of an earlier run; use a new --out, "
+                                "or --overwrite to start over") from None
+            old = None
+        if not finished:      # a crashed or engine-failed start: no run to keep
+            if old is None or old.get("run") != config["run"]:
+                (out / RESULTS).unlink(missing_ok=True)
+        else:
+            config = resumed_config(out, old, config)
     cfg_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return config

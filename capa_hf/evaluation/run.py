@@ -1,8 +1,9 @@
 """`capa eval`: pick a run's targets, cast their episodes, and hand them to the run loop.
 
 A run folder holds:
-- config.json      what was run (model, engine settings, condition, selection, seed, dataset
-                   version and manifest hash, versions)
+- config.json      what was run (model, engine settings, condition, selection, seed), on what
+                   (dataset version, the manifest hash computed from its files, whether they match
+                   the build's), and how (`provenance`: times, command line, git commit, versions)
 - sessions.jsonl   one line per finished session and trial: transcript, submissions with
                    verdicts, first-success turn, tokens, timings (appended as each one ends);
                    `incomplete: true` lines are engine failures, retried by a rerun
@@ -25,8 +26,10 @@ from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions import ConditionEnv, check_condition_options, get_condition
 from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.metrics import metric_block
+from capa_hf.evaluation.provenance import dataset_check, run_provenance
 from capa_hf.evaluation.runner import TooManyErrors, build_engine, run_sessions, sampling_for
 from capa_hf.evaluation.sources import source_for_split
+from capa_hf.paths import DEFAULT_DATASET_DIR
 from capa_hf.prompts import prompt_text
 from capa_hf.specs import llm_spec
 from capa_hf.simulator.cast import cast_episode
@@ -89,21 +92,29 @@ def run_config(config: EvalConfig, engine: Any, identity: dict, n_targets: int,
 
 def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool = True,
              data: Any = None, difficulty: dict | None = None,
-             role_engine_overrides: dict | None = None) -> dict:
+             role_engine_overrides: dict | None = None, allow_modified: bool = False,
+             overwrite: bool = False) -> dict:
     """Run (or resume) an evaluation. `engine` overrides building one from `config.model`; `data`
     a dataset already loaded for the task source; `difficulty` (a `capa label-difficulty` labels
     file) is recorded in config.json and the summary groups by it; `role_engine_overrides`
     ({"user": ..., "veto": ...}) the engines of the other roles (an engine object shared by several
-    roles is batched once)."""
+    roles is batched once). A local dataset that differs from its manifest is refused unless
+    `allow_modified`; `overwrite` deletes an earlier run in `out` first."""
     user_factory(config.user)                      # refuses an unknown user before any work
     if user_engine_role(config):
         llm_spec("--user", config.user)
     check_judge(config)
     condition = get_condition(config.condition, seed=config.seed)
     check_condition_options(config.condition, config.condition_args)
-    source = source_for_split(config.split)(config, data=data)
+    source_cls = source_for_split(config.split)
+    # the dataset's files against its manifest, before loading it (a source that reads --dataset says so)
+    checked = dataset_check(config.dataset or str(DEFAULT_DATASET_DIR), allow_modified) \
+        if data is None and getattr(source_cls, "reads_dataset", False) else None
+    source = source_cls(config, data=data)
     targets = source.targets()
-    identity = source.identity()
+    if checked is None:
+        checked = dataset_check(getattr(source.data, "source", None), allow_modified)
+    identity = {**source.identity(), **checked}
     if difficulty is not None:
         from capa_hf.evaluation.difficulty_labels import check_labels_match
 
@@ -130,10 +141,12 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
                             sampling=sampling, user=config.user, user_options=options,
                             max_turns=config.max_turns, trial=trial, affinity=target.affinity)
 
-    info = run_config(config, engine, identity, len(targets), difficulty)
+    info = {**run_config(config, engine, identity, len(targets), difficulty),
+            "provenance": run_provenance([config.model, config.user, config.judge_model])}
     return run_sessions(out, config, targets, make_episode, run_info=info, engines=engines, judge=judge,
                         contexts=contexts, system_prompt=system_prompt, progress=progress, difficulty=difficulty,
-                        summary_extra=lambda scored, latest: part_counts(config, condition, scored, latest))
+                        summary_extra=lambda scored, latest: part_counts(config, condition, scored, latest),
+                        overwrite=overwrite)
 
 
 def part_counts(config: EvalConfig, condition: Any, scored: list[dict], latest: list[dict]) -> dict:

@@ -31,6 +31,7 @@ from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions import HISTORY_STOPS
 from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.metrics import summarize
+from capa_hf.evaluation.provenance import stamp_end
 from capa_hf.evaluation.records import (RESULTS, append, complete, outcome_record, prepare_out, read_records,
                                         record_key, rewrite, store_contexts)
 from capa_hf.evaluation.summary_md import summary_markdown
@@ -45,12 +46,16 @@ def build_engine(spec: str, options: dict, flag: str = "--model"):
     """A runners engine from its spec; a bad spec or option is a CapaError naming `flag`."""
     from runners import make_engine
 
+    from runners.engine import ModelAssetError
+
     try:
         return make_engine(spec, **options)
     except (ValueError, TypeError) as exc:
         hint = ("; for a first run without a model, try --model reference:asker"
                 if flag == "--model" and spec.strip() == "scripted" else "")
         raise CapaError(f"{flag} {spec!r}: {exc}{hint}") from None
+    except (ImportError, ModelAssetError) as exc:    # a missing extra, GGUF or model part package
+        raise CapaError(f"{flag} {spec!r}: {exc}") from None
 
 
 def sampling_for(config: EvalConfig) -> Sampling:
@@ -91,7 +96,8 @@ def run_sessions(out: Path, config: EvalConfig, targets: Sequence[Any],
                  make_episode: Callable[[Any, int, dict], Callable[[], Any]], *, run_info: dict,
                  engines: Mapping[str, Any], judge: Any, contexts: Callable[[Any], Mapping[str, dict]],
                  system_prompt: Callable[[dict], str] | None = None, progress: bool = True, difficulty: dict | None = None,
-                 summary_extra: Callable[[list[dict], list[dict]], dict] | None = None) -> dict:
+                 summary_extra: Callable[[list[dict], list[dict]], dict] | None = None,
+                 overwrite: bool = False) -> dict:
     """Run (or resume) `targets` (each with `session_id` and `facts`) for `config.samples` trials.
 
     `contexts(cache)` gives each target's context ({"text", "sources", ...}), `system_prompt(context)`
@@ -99,10 +105,35 @@ def run_sessions(out: Path, config: EvalConfig, targets: Sequence[Any],
     trial, context)` an episode factory for the driver. `engines` maps driver roles to engines;
     `judge` is described in the summary and closed at the end, whatever happens;
     `summary_extra(scored, latest)` adds the counts the run's parts declare. Returns the summary
-    (also written to summary.json and summary.md)."""
+    (also written to summary.json and summary.md). `overwrite` deletes an earlier run in `out`
+    first; a `provenance` block in `run_info` gets the end time and how the run ended."""
     if config.samples < 1:
         raise CapaError(f"--samples must be >= 1, got {config.samples}")
-    prepare_out(out, run_info)
+    try:
+        prepare_out(out, run_info, overwrite=overwrite)
+    except BaseException:
+        judge.close()
+        raise
+    ended = "error"
+    try:
+        summary = play(out, config, targets, make_episode, engines=engines, judge=judge, contexts=contexts,
+                       system_prompt=system_prompt, progress=progress, difficulty=difficulty,
+                       summary_extra=summary_extra)
+        ended = "finished"
+        return summary
+    except BaseException as exc:
+        ended = type(exc).__name__
+        raise
+    finally:
+        stamp_end(out, ended)
+
+
+def play(out: Path, config: EvalConfig, targets: Sequence[Any],
+         make_episode: Callable[[Any, int, dict], Callable[[], Any]], *, engines: Mapping[str, Any], judge: Any,
+         contexts: Callable[[Any], Mapping[str, dict]], system_prompt: Callable[[dict], str] | None,
+         progress: bool, difficulty: dict | None,
+         summary_extra: Callable[[list[dict], list[dict]], dict] | None) -> dict:
+    """run_sessions' work once the run folder is ready: resume, play, record, summarise."""
     results = out / RESULTS
     earlier = read_records(results)
     if results.is_file():

