@@ -62,6 +62,25 @@ def test_allow_modified_runs_and_records_the_hash_it_computed(edited, tmp_path, 
     assert modified["dataset_manifest_matches"] is False and modified["dataset_modified_files"] == [HELDOUT]
 
 
+def test_an_edited_copy_is_read_as_edited_even_under_the_committed_builds_name(edited, tmp_path, capsys):
+    # `datasets` caches a local folder by its name and paths: a copy named "capa" must not be served
+    # the committed build's cached tables
+    from capa_hf.dataset.load import load_capa
+
+    load_capa(DEFAULT_DATASET_DIR)                       # the committed build is in the cache
+    same_name = tmp_path / "elsewhere" / DEFAULT_DATASET_DIR.name
+    shutil.copytree(edited, same_name)
+    first = pq.read_table(same_name / HELDOUT).to_pylist()[0]
+    assert load_capa(same_name).heldout[first["session_id"]].initial_request.endswith("Please be quick about it.")
+    out = tmp_path / "run"
+    code, _, err = run_cli(eval_argv(out, "--dataset", str(same_name), "--allow-modified", "--cells", first["cell_id"]),
+                           capsys)
+    assert code == 0, err
+    played = [json.loads(line) for line in (out / "sessions.jsonl").read_text().splitlines()]
+    assert played[0]["session_id"] == first["session_id"]
+    assert played[0]["turns"][0]["content"].endswith("Please be quick about it.")
+
+
 def test_check_manifest_names_missing_and_edited_files(edited):
     (edited / "cells" / "train-00000-of-00001.parquet").unlink()
     check = check_manifest(edited)

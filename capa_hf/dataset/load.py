@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capa_hf.dataset.locate import check_local, check_parquet_footers, load_error, one_line
+from capa_hf.dataset.locate import check_local, check_parquet_footers, load_error, local_cache_dir, one_line
 from capa_hf.dataset.rows import cell_from_row, persona_from_row, session_from_row, task_from_row
 from capa_hf.errors import CapaError
 from capa_hf.paths import DEFAULT_DATASET_DIR
@@ -83,7 +83,7 @@ def load_capa(source: str | Path | None = None, revision: str | None = None) -> 
         raise CapaError(f"--revision {revision!r} applies to a Hub dataset, but {src} is a local folder")
     if local:
         check_parquet_footers(src)
-    kwargs = {} if local else {"revision": revision}
+    kwargs = {"cache_dir": local_cache_dir(src)} if local else {"revision": revision}
     try:
         sessions = load_dataset(src, **kwargs)
     except Exception as exc:

@@ -81,3 +81,21 @@ def load_error(src: str, local: bool, message: str) -> CapaError:
         if bad is not None:
             return _unreadable(*bad)
     return CapaError(message)
+
+
+def local_cache_dir(folder: str | Path) -> str:
+    """A `datasets` cache folder for a local dataset folder, keyed by what its files hold.
+
+    `datasets` keys its cache of a local parquet folder by the folder's name and the files' paths,
+    not their bytes: a copy named like the committed build, or a folder edited in place, would be
+    served the tables cached from another load. Keying the cache by the files' contents means an
+    edited dataset is read as it is, and an unchanged one is still read from the cache."""
+    import hashlib
+
+    from datasets import config
+
+    digest = hashlib.sha256()
+    root = Path(folder)
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".parquet", ".md", ".json")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return str(Path(config.HF_DATASETS_CACHE) / "capa-local" / digest.hexdigest()[:20])
