@@ -1,4 +1,4 @@
-"""The scripted user reveals one item per turn, never sends code, never repeats or takes back."""
+"""The scripted user reveals one item per turn (one per part of a several-part question), never sends code, never repeats or takes back."""
 
 import re
 
@@ -55,7 +55,8 @@ def test_failure_tied_to_no_hidden_item_reacts_in_persona_and_quotes_the_check()
     say(user, "Is the comparison strict or not, relative to the threshold?")
     msg = say(user, "```python\ndef f(l): ...\n```", FAIL)
     assert user.revealed == ["h2"]                                 # nothing new is revealed
-    assert msg.count("assert candidate([1.0, 2.0], 0.5) == False") == 2   # the reaction and the quote
+    # the reaction quotes the check, so the line is not quoted a second time
+    assert msg.count("assert candidate([1.0, 2.0], 0.5) == False") == 1
     assert user.log[-1]["basis"] == "failing_check"
 
 
@@ -95,3 +96,10 @@ def test_planner_is_pure():
     assert a == b and a.item_id == "h3"
     c = plan_next(ITEMS, frozenset({"h1", "h2", "h3"}), "x", after_failure=False, has_failing_line=False)
     assert c.kind == "nothing_left"
+
+
+def test_a_question_in_two_parts_gets_both_parts_answered():
+    user = make_user()
+    msg = say(user, "Is the comparison strict or not, relative to the threshold, and what should an empty list give?")
+    assert user.revealed == ["h2", "h3"] and user.log[-1]["parts"] == ["h2", "h3"]
+    assert msg == f"{CLAR['h2']} {CLAR['h3']}"

@@ -29,9 +29,9 @@ from capa_hf.generation.empty_results import empty_kinds
 from capa_hf.generation.stage1_llm import FALLBACK, check_llm_request, realizer_of
 from capa_hf.generation.stage1_plan import CellMemory, SessionPlan, plan_session, remember, session_id
 from capa_hf.generation.stage1_realize import Realization, Realizer, RequestContext, TemplateRealizer
-from capa_hf.generation.stage2_dialogue import ReferenceAssistant, reference_script
-from capa_hf.generation.stage3_checks import (CHECKS, check_leaks, check_mechanisms, check_repeats,
-                                              check_resolved, check_voice)
+from capa_hf.generation.stage2_dialogue import ReferenceAssistant, ReferenceScript, reference_script
+from capa_hf.generation.stage3_checks import (CHECKS, check_answers, check_leaks, check_mechanisms,
+                                              check_repeats, check_resolved, check_voice)
 from capa_hf.generation.stage3_llm import TraceToCheck, as_check, cell_config
 from capa_hf.humaneval import load_tasks
 from capa_hf.prompts import prompt_text
@@ -171,16 +171,20 @@ def brief_for(d: Draft, world: World) -> UserBrief:
                      variant_id=d.problem.variant_id)
 
 
+def script_for(d: Draft, world: World, seed: int) -> ReferenceScript:
+    """What the reference assistant says in this session (stage2_dialogue.reference_script)."""
+    source = world.content.variants.get(d.plan.task_id)
+    variant = world.catalog.variant(d.plan.task_id, dict(d.plan.values))
+    return reference_script(d.plan, d.realization, variant, d.problem.reference, source,
+                            world.content.dimensions, world.assistant_lines, seed)
+
+
 def stage2(drafts: list[Draft], world: World, judge: SandboxJudge, seed: int, engine: Any = None, cache=None,
            progress: bool = True) -> dict[str, dict]:
     """Play every draft through the simulator; return episode results by session id."""
     reference = ReferenceAssistant()
     for d in drafts:
-        source = world.content.variants.get(d.plan.task_id)
-        variant = world.catalog.variant(d.plan.task_id, dict(d.plan.values))
-        reference.add(d.realization.initial_request, reference_script(
-            d.plan, d.realization, variant, d.problem.reference, source, world.content.dimensions,
-            world.assistant_lines, seed))
+        reference.add(d.realization.initial_request, script_for(d, world, seed))
     sampling = Sampling(temperature=GREEDY, max_tokens=STAGE2_MAX_TOKENS, seed=0)
 
     def play(assistant, subset, tag):
@@ -207,7 +211,9 @@ def stage2(drafts: list[Draft], world: World, judge: SandboxJudge, seed: int, en
     return results
 
 
-def stage3(d: Draft, result: dict, world: World) -> list:
+def stage3(d: Draft, result: dict, world: World, script: ReferenceScript | None = None) -> list:
+    """The Stage 3 checks of one session; with the reference assistant's `script`, also whether
+    each of its questions got the answer it asked for (check_answers)."""
     content = world.content
     tc = content.tasks[d.plan.task_id]
     kps = {k.id: k for k in tc.keypoints}
@@ -220,6 +226,7 @@ def stage3(d: Draft, result: dict, world: World) -> list:
         check_leaks(req, d.realization.hidden_items, kps, dict(d.plan.values), visible),
         check_repeats(req),
         check_resolved(bool(result["solved"])),
+        *([check_answers(result["turns"], script.asks)] if script is not None else []),
         *([llm] if llm is not None else []),
     ]
 
@@ -269,7 +276,9 @@ def generate(seed: int = 0, realizer: Realizer | None = None, engine: Any = None
             drafts = stage1_all([(by_id[sid], plans[sid], slots[sid]) for sid in pending], world, realizer, seed,
                                 attempt)
             results = stage2(drafts, world, judge, seed, engine=engine, cache=cache, progress=progress)
-            failures = {d.session_id: [r for r in stage3(d, results[d.session_id], world) if not r.ok] for d in drafts}
+            failures = {d.session_id: [r for r in stage3(d, results[d.session_id], world,
+                                                         _script_if_reference(d, results, engine, world, seed))
+                                       if not r.ok] for d in drafts}
             if consistency is not None:
                 _consistency(drafts, results, failures, world, consistency, checked, stats, attempt)
             retry = []
@@ -322,6 +331,12 @@ def _to_check(d: Draft, result: dict, world: World) -> TraceToCheck:
     config = cell_config(d.cell, content.personas[d.cell.persona_id], content.mechanisms, dict(d.plan.values),
                          {k: v.name for k, v in content.dimensions.items()})
     return TraceToCheck(d.session_id, d.cell.cell_id, d.plan.position, config, tuple(result["turns"]))
+
+
+def _script_if_reference(d: Draft, results: dict, engine, world: World, seed: int) -> ReferenceScript | None:
+    """The reference assistant's script where it played the session (no engine, or a fallback)."""
+    played_by_reference = engine is None or results[d.session_id].get("fallback")
+    return script_for(d, world, seed) if played_by_reference else None
 
 
 def _consistency(drafts: list[Draft], results: dict, failures: dict, world: World, checker, checked: dict,

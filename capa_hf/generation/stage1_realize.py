@@ -187,9 +187,8 @@ class TemplateRealizer:
             text += " " + " ".join(
                 forms[pick_index(len(forms), ctx.seed, ctx.cell.cell_id, "gloss", d)].format(
                     domain=d, cs=c, a_cs=("an " if wants_an(c) else "a ") + c) for d, c in glosses)
-        if op == "operator":
-            conc = ctx.phrases["operator_concession"]
-            text = conc[pick_index(len(conc), ctx.seed, ctx.cell.cell_id, "concession")].format(text=text)
+        # no concession ("right, you can't see my machine") here: the simulated user says one only
+        # when the assistant has said so (user_lines.yaml: concessions)
         # a first-person habit ("I always want tuples") is the user's own words, never someone else's
         wraps = own_words(ctx.persona.voice.clarification_wraps) if item.kind == "convention" else \
             ctx.persona.voice.clarification_wraps

@@ -5,11 +5,16 @@ conversation. Per session it follows a script written from the Stage 1 plan:
 - conventions the user showed in earlier sessions of the cell and the plan marks as applied
   are used without asking (a recap line names them), so history itself shows reuse;
 - every other hidden item is asked about, one question per turn, in varied wording (the
-  keypoint's question or its second phrasing, the dimension's questions; varied lead-ins);
+  keypoint's question or its second phrasing, the dimension's questions; varied lead-ins); a
+  question about an item hidden by asking for work on the user's machine first says that the
+  assistant cannot reach it (ask_boundary), and so does a first attempt in such a session;
+- an answer counts as given when the user's message holds the clarification, or its body
+  without a lead-in the user dropped when answering several parts at once (reply_lines.answered);
 - in a seeded share of history sessions it first submits a plausible misreading (a curated one
   for a task item, another value's reference for a convention), gets the user's failure
   reaction, and repairs;
-- in a seeded share of those guess-first sessions (`SECOND_ATTEMPT_SHARE`), once every question
+- in a seeded share of history sessions (`SECOND_ATTEMPT_SHARE`) that guessed first or asked two
+  questions or more, once every question
   is answered, it submits code that misreads a point the request stated plainly (that keypoint's
   curated misreading, which every variant's tests refuse), or else misapplies a second answered
   item, gets the user's failure reaction, and repairs: a second failed attempt, so history
@@ -32,6 +37,7 @@ from capa_hf.generation.stage1_plan import SessionPlan
 from capa_hf.generation.stage1_realize import Realization
 from capa_hf.schema.convention import Dimension, VariantSource
 from capa_hf.seeding import pick, rng_for
+from capa_hf.simulator.reply_lines import answered
 from capa_hf.variants.combos import Variant
 
 
@@ -94,9 +100,12 @@ def _guess(plan: SessionPlan, variant: Variant | None, source: VariantSource | N
 
 def _slip(plan: SessionPlan, variant: Variant | None, source: VariantSource | None,
           dims: Mapping[str, Dimension], seed: int) -> str | None:
-    """In a seeded share of guess-first history sessions: code that misreads a visible keypoint,
+    """In a seeded share of history sessions: code that misreads a visible keypoint,
     or else a second asked item after its answer came in (None when nothing is left to misread)."""
-    if variant is None or source is None or plan.position > HISTORY_SIZE or not plan.guess_first:
+    asked = sum(1 for i in plan.items if not i.apply_unasked)
+    # a session without a guess slips only after two questions or more: one that reuses known
+    # conventions and asks little keeps showing that reuse alone passes
+    if variant is None or source is None or plan.position > HISTORY_SIZE or not (plan.guess_first or asked >= 2):
         return None
     if rng_for(seed, "slip", plan.session_id).random() >= SECOND_ATTEMPT_SHARE:
         return None
@@ -104,6 +113,18 @@ def _slip(plan: SessionPlan, variant: Variant | None, source: VariantSource | No
         if kp.id in source.misreadings:
             return variant.misreading(kp.id)
     return _guess(plan, variant, source, dims, skip=1)
+
+
+def _boundary(item) -> bool:
+    """An item hidden by asking for work on the user's own machine or data."""
+    return item.mechanism.operation == "operator"
+
+
+def _guess_lines(plan: SessionPlan, lines: Mapping) -> list[str]:
+    """Before a first attempt: where the request asked for work on the user's machine, a line
+    saying the assistant cannot reach it (so the user's concession replies to something said)."""
+    boundary = any(_boundary(i) for i in plan.items if not i.apply_unasked)
+    return lines.get("guess_boundary") if boundary and lines.get("guess_boundary") else lines["guess"]
 
 
 def reference_script(plan: SessionPlan, realization: Realization, variant: Variant | None, reference: str,
@@ -117,7 +138,7 @@ def reference_script(plan: SessionPlan, realization: Realization, variant: Varia
         if item.apply_unasked:
             continue
         q = _question(item, source, dims, seed, sid)
-        lead = pick(lines["ask"], seed, sid, "ask", h.id)
+        lead = pick((_boundary(item) and lines.get("ask_boundary")) or lines["ask"], seed, sid, "ask", h.id)
         asks.append((h.clarification, lead.format(question=q)))
     applied = [pick(dims[i.dimension].value(i.value).applied or dims[i.dimension].value(i.value).state,
                     seed, sid, "recap", i.dimension).format(result="it", input="the input")
@@ -131,7 +152,7 @@ def reference_script(plan: SessionPlan, realization: Realization, variant: Varia
     else:
         final = pick(lines["submit"], seed, sid, "submit")
     return ReferenceScript(asks=tuple(asks), code=reference, final_line=final, guess=guess,
-                           guess_line=pick(lines["guess"], seed, sid, "guess") if guess else "", slip=slip,
+                           guess_line=pick(_guess_lines(plan, lines), seed, sid, "guess") if guess else "", slip=slip,
                            slip_line=pick(lines["submit"], seed, sid, "slip") if slip else "")
 
 
@@ -163,7 +184,7 @@ class ReferenceAssistant:
             return code_reply(script.guess_line, script.guess)
         later = " ".join(users[1:])
         for answer, question in script.asks:
-            if answer not in later:
+            if not answered(answer, later):
                 return question
         if script.slip is not None and not any(script.slip.rstrip() in m["content"] for m in messages
                                                if m["role"] == "assistant"):

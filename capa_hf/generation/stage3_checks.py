@@ -2,7 +2,8 @@
 
 A session is accepted when the request keeps the persona's voice, both of the cell's mechanisms
 act on it (or the plan could only use one: a counted relaxation), no hidden item is stated by
-the visible text, no sentence repeats, and its Stage 2 trace resolved. A failing session is
+the visible text, no sentence repeats, and its Stage 2 trace resolved, and (reference assistant) every question it asked got the answer it
+asked for, with no question asked twice word for word. A failing session is
 regenerated with the next attempt's seed (pipeline.py).
 """
 
@@ -15,10 +16,11 @@ from functools import lru_cache
 from capa_hf.data_files import read_yaml
 from capa_hf.paths import DATA_DIR
 from capa_hf.schema import Cell, HiddenItem, Keypoint, Persona
+from capa_hf.simulator.reply_lines import answered
 from capa_hf.simulator.similarity import tokens
 from capa_hf.text_literals import literals
 
-CHECKS = ("persona_voice", "both_mechanisms", "no_leak", "no_repeat", "resolved")
+CHECKS = ("persona_voice", "both_mechanisms", "no_leak", "no_repeat", "resolved", "answers_asked")
 # content words too common in task descriptions to say anything about a hidden rule
 GENERIC = frozenset(tokens("return returns list string number integer value element input output result given "
                            "take takes one two get gets back each every item"))
@@ -154,3 +156,22 @@ def check_leaks(request: str, hidden: tuple[HiddenItem, ...], keypoints: dict[st
 
 def check_resolved(resolved: bool) -> CheckResult:
     return CheckResult("resolved", resolved, "" if resolved else "the session's trace did not pass")
+
+
+def check_answers(turns, asks) -> CheckResult:
+    """Every question of the trace is asked once, and each scripted question's next user turn
+    reveals the item it asks about. `turns` are {"role", "content"} mappings; `asks` the script's
+    (clarification, question) pairs."""
+    wanted = {q: a for a, q in asks}
+    problems, seen = [], set()
+    for i, t in enumerate(turns):
+        if t["role"] != "assistant" or "```" in t["content"]:
+            continue
+        q = t["content"]
+        if q in seen:
+            problems.append(f"turn {i + 1} repeats a question")
+        seen.add(q)
+        nxt = next((u["content"] for u in turns[i + 1:] if u["role"] == "user"), None)
+        if q in wanted and nxt is not None and not answered(wanted[q], nxt):
+            problems.append(f"turn {i + 2} does not answer the question of turn {i + 1}")
+    return CheckResult("answers_asked", not problems, "; ".join(problems))

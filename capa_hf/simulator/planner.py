@@ -16,9 +16,11 @@ answered on topic:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import product
 from typing import Mapping, Sequence
 
-from capa_hf.simulator.question_match import MATCH_THRESHOLD, ItemTerms, Vocabulary, best_match, item_terms
+from capa_hf.simulator.question_match import (MATCH_THRESHOLD, ItemTerms, Vocabulary, best_match, item_terms,
+                                              question_parts, scores)
 from capa_hf.simulator.value_signature import agreement
 
 BASES = ("question", "failure_tie", "failing_check", "priority", "nothing_left")
@@ -52,10 +54,19 @@ class Plan:
     score: float = 0.0
     reason: str = ""
     basis: str = "priority"
+    parts: tuple[str, ...] = ()  # a question in several parts: the item of each part, in order
+
+    def item_ids(self) -> tuple[str, ...]:
+        """Every item this plan reveals: the one of each part of the question, in the question's
+        order (the main item among them), or the main item alone."""
+        if self.kind != "item" or not self.item_id:
+            return ()
+        return self.parts or (self.item_id,)
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "item": self.item_id, "basis": self.basis, "score": self.score,
-                "reason": self.reason}
+        out = {"kind": self.kind, "item": self.item_id, "basis": self.basis, "score": self.score,
+               "reason": self.reason}
+        return {**out, "parts": list(self.parts)} if self.parts else out
 
 
 def plan_next(
@@ -107,10 +118,38 @@ def plan_next(
             return Plan("failing_check", reason="no hidden item is tied to the failing check", basis="failing_check")
         return Plan("item", pending[0].id, reason="the failure names no check", basis="priority")
     vocab = vocab or Vocabulary()
-    best, score = best_match(assistant_reply, [it.terms(vocab) for it in pending], vocab, threshold)
+    pending_terms = [it.terms(vocab) for it in pending]
+    best, score = best_match(assistant_reply, pending_terms, vocab, threshold)
     if best is not None:
-        return Plan("item", best, score, reason="the question matches this item", basis="question")
+        parts = _part_items(assistant_reply, pending_terms, best, vocab, threshold)
+        return Plan("item", best, score, reason="the question matches this item", basis="question",
+                    parts=parts)
     return Plan("item", pending[0].id, score, reason="no hidden item matches the question", basis="priority")
+
+
+MAX_PARTS = 4     # a reply with more question parts is matched on its first MAX_PARTS
+
+
+def _part_items(reply: str, pending: Sequence[ItemTerms], best: str, vocab: Vocabulary,
+                 threshold: float) -> tuple[str, ...]:
+    """The items that the parts of a several-part question ("Which positions count, odd or
+    even, and is indexing 0-based?") are about: each part gets at most one item and each item at
+    most one part, a part's item reaching the threshold on that part; of these assignments, the
+    one with the whole question's best item and the highest total score wins (the first on a tie).
+    The items in the parts' order; () when only the best item is asked about."""
+    parts = question_parts(reply)[:MAX_PARTS]
+    if len(parts) < 2:
+        return ()
+    table = [{i: sc for sc, i in scores(p, pending, vocab) if sc >= threshold} for p in parts]
+    best_total, best_pick = -1.0, ()
+    for pick in product(*[[None, *row] for row in table]):
+        chosen = [i for i in pick if i is not None]
+        if best not in chosen or len(set(chosen)) < len(chosen):
+            continue
+        total = sum(row[i] for row, i in zip(table, pick) if i is not None)
+        if total > best_total:
+            best_total, best_pick = total, tuple(i for i in pick if i is not None)
+    return best_pick if len(best_pick) > 1 else ()
 
 
 def _restate(pending: Sequence[PlannerItem], tied: Mapping[str, Sequence[str | None]], got: str | None,

@@ -138,6 +138,21 @@ def scores(question_text: str, items: Sequence[ItemTerms], vocab: Vocabulary) ->
     return out
 
 
+_QUESTION = re.compile(r"[^.?!]*\?")
+# where one question sentence turns into a second question: ", and is ...", " and what ..."
+_SECOND = re.compile(r",?\s+(?:and|or|also)\s+(?=(?:what|how|which|when|where|why|who|is|are|do|does|did|should|"
+                     r"can|could|will|would|must|shall|if)\b)", re.I)
+
+
+def question_parts(text: str) -> list[str]:
+    """The separate questions of a reply: each sentence that ends in a question mark, split again
+    where a second question is joined on ("..., and what should an empty string return?")."""
+    out = []
+    for sentence in _QUESTION.findall(prose(text)):
+        out += [p.strip() for p in _SECOND.split(sentence) if p.strip()]
+    return out
+
+
 def best_match(question_text: str, items: Sequence[ItemTerms], vocab: Vocabulary,
                threshold: float = MATCH_THRESHOLD) -> tuple[str | None, float]:
     """The best-scoring item (the earlier one on a tie) and its score; None below the threshold."""

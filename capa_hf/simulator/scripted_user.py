@@ -1,12 +1,13 @@
 """The scripted simulated user: deterministic, free, and faithful to its hidden items.
 
-Planner (planner.py) decides WHAT to reveal: one hidden item per turn, the one the question is
-about, or after a failed submission the one the failing check tells apart. Expression (here)
+Planner (planner.py) decides WHAT to reveal: the hidden item the question is about (and, for a
+question in several parts, the item each other part is about), or after a failed submission the one the failing check tells apart. Expression (here)
 decides HOW: the item's clarification, already written in the persona's voice by Stage 1,
 preceded after a failed submission by the persona's reaction to that kind of failure (an
 assertion never gets a line about the interpreter; a timeout is spoken of as slowness). When no
 hidden item is tied to the failing check, or every item is out, the user quotes the failing
-check. It never sends code, never sends the same message twice, and never takes back what it
+check. A reply to an assistant move ("right, you can't see my machine") comes only right after
+the assistant made it. It never sends code, never sends the same message twice, and never takes back what it
 said: each item is revealed at most once. `log` says, turn by turn, why it chose what it said.
 """
 
@@ -18,6 +19,7 @@ from typing import Generator, Mapping, Sequence
 
 from capa_hf.simulator.planner import Plan, PlannerItem, plan_next
 from capa_hf.simulator.question_match import Vocabulary
+from capa_hf.simulator.reply_lines import end_sentence, fill_error, join_answers, made_move, slot_role
 from capa_hf.simulator.value_signature import expected_signature
 from capa_hf.simulator.verdicts import failing_line, failure_slots, failure_summary, verdict_kind
 
@@ -38,9 +40,13 @@ class UserScript:
     ties: Mapping[str, Mapping[str, list]] = field(default_factory=dict)  # line -> ref -> signature
     reaction_fit: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # reaction -> kinds it fits
     what_happened: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # kind -> {error} texts
+    what_happened_subject: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # noun-phrase forms
     neutral_reactions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # kind -> reactions
     stated: Mapping[str, str] = field(default_factory=dict)   # dimension the request stated -> its line
     restate: tuple[str, ...] = ()                              # templates holding {text}
+    # item id -> (cue phrases, reply lines): a reply to an assistant move, said before that item's
+    # answer only when the assistant's turn just before made the move (reply_lines.made_move)
+    concessions: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
 
     def reactions_for(self, kind: str) -> tuple[str, ...]:
         def fits(r: str) -> bool:
@@ -95,10 +101,10 @@ class ScriptedUser:
         plan, entry = self.plan(assistant_reply, verdict)
         self.plans.append(plan)
         if plan.kind == "item":
-            self.revealed.append(plan.item_id)
+            self.revealed.extend(plan.item_ids())
         elif plan.kind == "restate":
             self.restated.append(plan.item_id)
-        message = self.express(plan, verdict)
+        message = self.express(plan, verdict, assistant_reply)
         self.said.append(message)
         self.log.append(entry)
         return message
@@ -109,25 +115,50 @@ class ScriptedUser:
         kind = verdict_kind(verdict) or "error"
         slots = failure_slots(verdict)
         key = kind if slots["line"] or kind not in ("assertion", "error") else f"{kind}_no_line"
-        texts = self.script.what_happened.get(key) or self.script.what_happened.get(kind)
-        error = self._rotate(texts, "happened", **slots) if texts else failure_summary(verdict)
-        return self._rotate(self.script.reactions_for(kind), f"reaction/{kind}", error=error)
+        reactions = self.script.reactions_for(kind)
+        start = _offset(f"{self.script.session_id}/reaction/{kind}", len(reactions))
+        options = []
+        for template in (reactions[(start + k) % len(reactions)] for k in range(len(reactions))):
+            # "{error} tells me ..." needs a noun phrase ("the failing check `...`"), not a clause
+            table = self.script.what_happened_subject if slot_role(template) == "subject" else {}
+            texts = table.get(key) or table.get(kind) or self.script.what_happened.get(key) or \
+                self.script.what_happened.get(kind)
+            error = self._rotate(texts, "happened", **slots) if texts else failure_summary(verdict)
+            options.append(fill_error(template, error))
+        return next((o for o in options if all(o not in s for s in self.said)), options[len(self.said) % len(options)])
 
-    def express(self, plan: Plan, verdict: dict | None) -> str:
+    def concession(self, item_ids: Sequence[str], assistant_reply: str) -> str:
+        """A reply to the assistant's move before these answers, or "" (never twice a session)."""
+        for i in item_ids:
+            cues, lines = self.script.concessions.get(i, ((), ()))
+            if not lines or not made_move(assistant_reply, cues):
+                continue
+            if any(line.lower() in s.lower() for s in self.said for line in lines):
+                return ""
+            text = self._rotate(lines, "concession")
+            clar = self.script.clarifications[i]
+            return text.lower() if clar[:1].islower() else text
+        return ""
+
+    def express(self, plan: Plan, verdict: dict | None, assistant_reply: str = "") -> str:
         """The scripted wording of one plan (also what an LLM user falls back to)."""
         after_failure = verdict is not None and verdict.get("status") != "passed"
         parts = []
         if after_failure:
             parts.append(self.reaction(verdict))
-        if plan.kind == "item":
-            parts.append(self.script.clarifications[plan.item_id])
+        if plan.kind == "item":   # a question in several parts gets every part it is about answered
+            ids = plan.item_ids()
+            parts += [self.concession(ids, assistant_reply),
+                      join_answers([self.script.clarifications[i] for i in ids])]
         elif plan.kind == "failing_check":
-            parts.append(self._rotate(self.script.failing_check, "check", line=failing_line(verdict)))
+            line = failing_line(verdict)
+            if not (parts and line in parts[-1]):   # the reaction quoted the line already
+                parts.append(self._rotate(self.script.failing_check, "check", line=line))
         elif plan.kind == "restate":
             parts.append(self._rotate(self.script.restate, "restate", text=self.script.stated[plan.item_id]))
         else:
             parts.append(self._rotate(self.script.nothing_left, "nothing"))
-        message = " ".join(p.strip() for p in parts if p.strip())
+        message = " ".join(end_sentence(p) for p in parts if p.strip())
         if message in self.said:  # last resort; keeps the promise never to repeat a message
             message = f"{message} (turn {len(self.said) + 2})"
         return message

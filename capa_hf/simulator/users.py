@@ -43,6 +43,12 @@ def planner_items(brief: UserBrief) -> tuple[PlannerItem, ...]:
     return tuple(out)
 
 
+def concessions(hidden_items, by_mechanism) -> dict:
+    """Item id -> (cue phrases, reply lines) for the items whose mechanism has concessions."""
+    return {h.id: (tuple(by_mechanism[h.mechanism]["cue"]), tuple(by_mechanism[h.mechanism]["lines"]))
+            for h in hidden_items if h.mechanism in by_mechanism}
+
+
 def scripted_user(brief: UserBrief) -> ScriptedUser:
     vocab = question_vocab()[0]
     lines = brief.user_lines
@@ -59,9 +65,11 @@ def scripted_user(brief: UserBrief) -> ScriptedUser:
         ties=dict(brief.failure_ties()),
         reaction_fit=fit,
         what_happened={k: tuple(v) for k, v in (lines.get("what_happened") or {}).items()},
+        what_happened_subject={k: tuple(v) for k, v in (lines.get("what_happened_subject") or {}).items()},
         neutral_reactions={k: tuple(v) for k, v in (lines.get("reactions") or {}).items()},
         stated=brief.stated_conventions(),
         restate=tuple(lines.get("restate") or ()),
+        concessions=concessions(brief.hidden_items, lines.get("concessions") or {}),
     )
     return ScriptedUser(script)
 
