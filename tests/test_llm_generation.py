@@ -130,11 +130,11 @@ def test_an_inconsistent_trace_is_regenerated_and_counts_reach_the_card_lines(wo
     assert (c["checked"], c["consistent"], c["inconsistent"], c["invalid"], c["kept"]) == (11, 9, 1, 1, 0)
     assert stats.checks["consistency"] == 1 and stats.regenerated == 1
     sid = {p: s.session_id for p, s in by_pos.items()}
-    assert traces[sid[1]]["consistency"]["previous"] is None
-    assert traces[sid[2]]["consistency"]["previous"] == sid[1]
-    assert traces[sid[4]]["consistency"]["previous"] == sid[2]    # S03 was refused in that round
-    assert traces[sid[3]]["consistency"]["previous"] == sid[2]    # and checked again in the next
-    assert traces[sid[5]]["consistency"] == {"consistent": None, "reason": "no usable answer", "valid": False,
+    assert traces[sid[1]].extra("consistency")["previous"] is None
+    assert traces[sid[2]].extra("consistency")["previous"] == sid[1]
+    assert traces[sid[4]].extra("consistency")["previous"] == sid[2]    # S03 was refused in that round
+    assert traces[sid[3]].extra("consistency")["previous"] == sid[2]    # and checked again in the next
+    assert traces[sid[5]].extra("consistency") == {"consistent": None, "reason": "no usable answer", "valid": False,
                                              "previous": sid[4]}
     # one batch per position in the first attempt, then one for the regenerated session
     assert engine.batch_sizes[:10] == [1] * 10

@@ -4,6 +4,8 @@
 user or judge, for those roles) and receives `ChatResult`s; the lock-step driver batches those
 calls across hundreds of live episodes. The episode never sees batching.
 
+The loop works on plain dicts (the messages the engine gets, the verdicts the user reads); the
+episode returns one typed `SessionRecord` (capa_hf/schema/record.py), validated once at its end.
 An engine error is never a scored turn: the episode stops and returns an *incomplete* record
 with the error, which the run leaves out of the metrics and retries on a rerun.
 """
@@ -18,6 +20,7 @@ from runners.driver import Call
 from runners.types import Sampling, derive_seed
 
 from capa_hf.defaults import MAX_TURNS
+from capa_hf.schema.record import SessionRecord
 from capa_hf.simulator.extraction import extract_submission
 from capa_hf.simulator.problem import Problem
 from capa_hf.simulator.protocols import Judge, SimulatedUser
@@ -65,12 +68,12 @@ def _call(setup: EpisodeSetup, messages: list[dict], turn: int) -> Call:
     return Call(role=setup.assistant_role, messages=messages, sampling=sampling, affinity=setup.affinity)
 
 
-def session_episode(setup: EpisodeSetup, user: SimulatedUser, judge: Judge) -> Generator[Call, Any, dict]:
+def session_episode(setup: EpisodeSetup, user: SimulatedUser, judge: Judge) -> Generator[Call, Any, SessionRecord]:
     """Run one session to its first passing submission or to `max_turns` assistant turns.
 
-    Returns a plain dict: the public transcript, every submission with its verdict, the turn of
-    first success (None if unsolved), per-turn token usage and timings; or, when the engine
-    failed, the same with `incomplete: True` and the `error`.
+    Returns its `SessionRecord`: the public transcript, every submission with its verdict, the
+    turn of first success (None if unsolved), per-turn token usage and timings; or, when the
+    engine failed, the same with `incomplete` set and the `error`.
     """
     t0 = time.perf_counter()
     head = [{"role": "system", "content": setup.system_prompt}]
@@ -95,7 +98,7 @@ def session_episode(setup: EpisodeSetup, user: SimulatedUser, judge: Judge) -> G
             judge_s += time.perf_counter() - tj
             submissions.append({"turn": turn, **submission.to_dict(), "verdict": verdict})
             turn_kinds.append("submission")
-            if verdict.get("status") == "passed":
+            if verdict.get("status") == "passed":    # a judge's verdict is a dict (protocols.Judge)
                 success_turn = turn
                 break
         else:
@@ -121,4 +124,4 @@ def session_episode(setup: EpisodeSetup, user: SimulatedUser, judge: Judge) -> G
     }
     if error is not None:
         record.update({"incomplete": True, "error": error, "solved": False, "success_turn": None})
-    return record
+    return SessionRecord.from_dict(record)
