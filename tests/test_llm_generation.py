@@ -14,6 +14,7 @@ from runners.scripted import ScriptedEngine
 from capa_hf.generation.pipeline import World, generate, plan_cells, stage1_all, stage3, voice_slots
 from capa_hf.generation.stage1_llm import FALLBACK, LLMRealizer
 from capa_hf.generation.stage3_llm import LLMConsistency
+from capa_hf.schema.record import SessionRecord
 from capa_hf.prompts import prompt_text
 
 
@@ -72,7 +73,7 @@ def test_llm_requests_are_batched_and_leaks_are_refused_by_stage3(world, cell):
         r = d.realization
         assert r.realizer == "llm:scripted" and r.initial_request.startswith(r.opener.rstrip("."))
         assert not any(h.clarification in r.initial_request for h in r.hidden_items if h.kind == "convention")
-        checks = {c.name: c for c in stage3(d, {"solved": True}, world)}
+        checks = {c.name: c for c in stage3(d, SessionRecord(session_id=d.session_id, solved=True), world)}
         assert checks["llm_request"].ok and checks["persona_voice"].ok and checks["both_mechanisms"].ok
         if any(i.kind == "task" for i in d.plan.items):
             leaked += 1
