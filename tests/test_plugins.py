@@ -252,3 +252,23 @@ def test_the_dataset_build_takes_its_judge_from_the_registry():
     with pytest.raises(CapaError, match="judge 'veto' asks a model"):
         with stage2_judge("veto"):
             pass
+
+
+def test_a_judge_whose_verdict_has_no_status_leaves_the_session_incomplete_naming_the_field(tmp_path):
+    JUDGES.register("sloppy", lambda **options: SloppyJudge())
+    try:
+        rc, recs, _, summary = capa_eval(tmp_path, "--model", "canned:right", *BASE, "--judge", "sloppy",
+                                         "--max-errors", "5")
+    finally:
+        JUDGES.unregister("sloppy")
+    assert rc == 1 and all(r["incomplete"] for r in recs) and summary["n_incomplete"] == 2
+    assert summary["incomplete"][0]["error"] == ("ValueError: session toy/1: no valid record (judge 'sloppy', user "
+                                                 "'debugger'): submissions.0.verdict.status: Field required")
+
+
+class SloppyJudge(FailsAll):
+    name = "sloppy"
+
+    def judge(self, submission, problem):
+        return {"ok": True}
+        yield  # pragma: no cover

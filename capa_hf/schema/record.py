@@ -29,16 +29,18 @@ class _Record(BaseModel):
     @classmethod
     def _keep_key_order(cls, data: Any, handler):
         rec = handler(data)
-        if isinstance(data, dict):
-            rec._order = tuple(data)
+        if type(data) is dict and rec.__pydantic_private__ is not None:
+            rec.__pydantic_private__["_order"] = tuple(data)     # (not rec._order =: attribute access is slow)
         return rec
 
     @model_serializer(mode="wrap")
     def _in_key_order(self, handler):
         out = handler(self)
-        if not self._order or not isinstance(out, dict):
+        private = self.__pydantic_private__         # (read directly: attribute access is slow here)
+        order = private.get("_order") if private else None
+        if not order or type(out) is not dict or tuple(out) == order:
             return out
-        first = {k: out[k] for k in self._order if k in out}
+        first = {k: out[k] for k in order if k in out}
         return {**first, **{k: v for k, v in out.items() if k not in first}}
 
     def to_dict(self) -> dict:

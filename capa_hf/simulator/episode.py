@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Generator
 
+from pydantic import ValidationError
 from runners.driver import Call
 from runners.types import Sampling, derive_seed
 
@@ -47,10 +48,10 @@ def turn_seed(base: int | None, session_id: str, trial: int, turn: int) -> int |
 
 
 def _usage(result) -> dict:
-    return {"prompt_tokens": getattr(result, "prompt_tokens", 0),
-            "completion_tokens": getattr(result, "completion_tokens", 0),
-            "cached_tokens": getattr(result, "cached_tokens", 0),
-            "latency_s": round(getattr(result, "latency_s", 0.0), 4),
+    return {"prompt_tokens": getattr(result, "prompt_tokens", 0) or 0,
+            "completion_tokens": getattr(result, "completion_tokens", 0) or 0,
+            "cached_tokens": getattr(result, "cached_tokens", 0) or 0,
+            "latency_s": round(getattr(result, "latency_s", 0.0) or 0.0, 4),
             "finish_reason": getattr(result, "finish_reason", "stop"),
             "from_cache": bool(getattr(result, "cached", False))}
 
@@ -124,4 +125,9 @@ def session_episode(setup: EpisodeSetup, user: SimulatedUser, judge: Judge) -> G
     }
     if error is not None:
         record.update({"incomplete": True, "error": error, "solved": False, "success_turn": None})
-    return SessionRecord.from_dict(record)
+    try:
+        return SessionRecord.from_dict(record)
+    except ValidationError as exc:     # a plug-in judge's verdict without a status, say: say which field
+        err = exc.errors()[0]
+        raise ValueError(f"session {setup.session_id}: no valid record (judge {getattr(judge, 'name', '?')!r}, "
+                         f"user {getattr(user, 'name', '?')!r}): {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
