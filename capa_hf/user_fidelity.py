@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capa_hf.defaults import JUDGE
 from capa_hf.paths import DATA_DIR
 
 QUESTION_SET_DIR = DATA_DIR / "question_set"
@@ -122,12 +123,15 @@ class FailureReport:
                 f"{self.passed} sessions passed although a hidden convention differs)"]
 
 
-def humaneval_behaviour_reveals(data, user_lines: dict, judge=None) -> FailureReport:
-    """Submit HumanEval's reference in every held-out session that hides a convention it breaks."""
+def humaneval_behaviour_reveals(data, user_lines: dict, judge=None, judge_spec: str = JUDGE) -> FailureReport:
+    """Submit HumanEval's reference in every held-out session that hides a convention it breaks.
+    `judge`: a judge to use (left open); by default one built from the judge registry by
+    `judge_spec` (the sandbox), closed at the end. A judge that asks a model is refused."""
     from capa_hf.evaluation.capa_source import brief
     from capa_hf.generation.stage2_dialogue import code_reply
     from capa_hf.simulator.extraction import extract_submission
-    from capa_hf.simulator.judges import SandboxJudge
+    from capa_hf.schema.record import Verdict
+    from capa_hf.simulator.protocols import build_judge, verdict_without_model
     from capa_hf.simulator.users import scripted_user
     from capa_hf.variants.catalog import VariantCatalog
     from capa_hf.variants.combos import humaneval_variant
@@ -136,7 +140,7 @@ def humaneval_behaviour_reveals(data, user_lines: dict, judge=None) -> FailureRe
 
     catalog = VariantCatalog(data.tasks, _sources(), load_dimensions())
     own = judge is None
-    judge = judge or SandboxJudge()
+    judge = judge or build_judge(judge_spec)
     report = FailureReport()
     try:
         for s in sorted(data.heldout.values(), key=lambda s: s.session_id):
@@ -155,8 +159,10 @@ def humaneval_behaviour_reveals(data, user_lines: dict, judge=None) -> FailureRe
                 continue
             problem = data.problem(s)
             reply = code_reply("Here it is.", he.reference)
-            verdict = judge.run(extract_submission(reply, problem.entry_point), problem)
-            if verdict["status"] == "passed":
+            verdict = verdict_without_model(judge, extract_submission(reply, problem.entry_point), problem,
+                                            "the user fidelity check")
+            judged = Verdict.from_dict(verdict)     # the user reads the judge's dict; this check its fields
+            if judged.passed:
                 report.passed += 1
                 continue
             user = scripted_user(brief(s, data, user_lines))
@@ -169,7 +175,7 @@ def humaneval_behaviour_reveals(data, user_lines: dict, judge=None) -> FailureRe
             report.restated_broken += restated
             if not hit and not restated:
                 report.missed.append({"session": s.session_id, "plan": entry, "broken": sorted(broken),
-                                      "got": verdict.get("failing_value")})
+                                      "got": judged.failing_value})
     finally:
         if own:
             judge.close()

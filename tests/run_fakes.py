@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from capa_hf.evaluation.config import EvalConfig
+from capa_hf.schema.record import SessionRecord
 
 DATASET = ("0.2.0", "a" * 64)
 
@@ -39,6 +40,11 @@ def record(session_id: str, success_turn: int | None, trial: int = 0, cell: str 
         rec.update({"incomplete": True, "error": {"error": "HTTP 500"}, "solved": False, "success_turn": None,
                     "submissions": []})
     return rec
+
+
+def typed(records: list[dict]) -> list[SessionRecord]:
+    """The hand-made records as the run's readers get them."""
+    return [SessionRecord.from_dict(r) for r in records]
 
 
 def write_run(path: Path, condition: str, records: list[dict], model: str = "scripted", dataset=DATASET,

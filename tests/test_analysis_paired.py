@@ -7,7 +7,7 @@ from capa_hf.analysis.paired import (bootstrap_indices, metric_summary, paired_d
                                      sign_flip_p)
 from capa_hf.analysis.results import sessions_df
 from capa_hf.evaluation.metrics import bootstrap_ci, es, ft_es, ttc
-from tests.run_fakes import record, write_run
+from tests.run_fakes import record, typed, write_run
 
 
 def paired_runs(tmp_path, n=40, improved=6):
@@ -43,8 +43,8 @@ def test_per_run_intervals_equal_those_of_the_run_summary(tmp_path):
     df = sessions_df(write_run(tmp_path / "r", "none", recs))
     m = metric_summary(df)
     for name, fn in (("ES", es), ("FT-ES", ft_es), ("TTC", ttc)):
-        assert m[name] == pytest.approx(fn(recs))
-        assert m[f"{name}_ci"] == pytest.approx(list(bootstrap_ci(recs, fn)))
+        assert m[name] == pytest.approx(fn(typed(recs)))
+        assert m[f"{name}_ci"] == pytest.approx(list(bootstrap_ci(typed(recs), fn)))
 
 
 def test_trials_are_averaged_per_session_before_pairing(tmp_path):

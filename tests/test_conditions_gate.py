@@ -12,6 +12,7 @@ from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions import ConditionEnv, get_condition, render_history
 from capa_hf.evaluation.conditions.gate import VERDICTS, check_verdict, normalize_verdict
 from capa_hf.evaluation.conditions.gate import gate_counts
+from capa_hf.schema.record import SessionRecord
 
 
 @pytest.mark.parametrize("value, problem", [
@@ -100,7 +101,8 @@ def test_two_bad_answers_fall_back_to_raw_history_and_are_counted(capa_data, tmp
     c = ctx[targets[0].session_id]
     assert c["gate"]["fallback"] is True and c["gate"]["attempts"] == 2
     assert c["text"] == render_history(hist)
-    records = [{"cell_id": t.cell_id, "gate": ctx[t.session_id]["gate"]} for t in targets]
+    records = [SessionRecord(session_id=t.session_id, cell_id=t.cell_id, gate=ctx[t.session_id]["gate"])
+               for t in targets]
     stats = gate_counts(records)["gate"]
     assert stats == {"sessions": 5, "sufficient": 0, "sufficient_rate": 0.0, "unresolved": 0, "fallbacks": 5,
                      "retried": 5}
@@ -157,8 +159,8 @@ def test_a_gate_run_records_verdicts_and_summarises_them(capa_data, tmp_path):
     summary = run_eval(EvalConfig(model="scripted", condition="gate", cells=("C01",), limit=2, max_turns=1),
                        tmp_path / "run", engine=engine, progress=False, data=capa_data)
     recs = list(read_records(tmp_path / "run" / RESULTS).values())
-    assert len(recs) == 2 and all(r["gate"]["session"] == 4 and r["context_sources"] == ["C01-S04"] for r in recs)
-    assert all("Why this session: same habit" in r["digest"] for r in recs)
+    assert len(recs) == 2 and all(r.extra("gate")["session"] == 4 and r.context_sources == ["C01-S04"] for r in recs)
+    assert all("Why this session: same habit" in r.extra("digest") for r in recs)
     assert summary["condition_stats"]["gate"]["sufficient_rate"] == 1.0
     md = (tmp_path / "run" / "summary.md").read_text()
     assert "Gate: sufficient 2/2 (100%)" in md

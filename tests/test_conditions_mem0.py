@@ -11,6 +11,7 @@ import pytest
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.conditions import ConditionEnv, get_condition
 from capa_hf.evaluation.conditions.memory_base import memory_counts
+from capa_hf.schema.record import SessionRecord
 from capa_hf.memory.mem0_store import classify_extraction
 from tests.openai_stub import OpenAIStub, last_user, system_text
 
@@ -73,7 +74,8 @@ def test_mem0_end_to_end_with_the_real_library(capa_data, tmp_path):
         assert [m["source"] for m in digest["memories"]] == [hist[0].session_id] * 2 + [hist[1].session_id, hist[4].session_id]
         assert digest["calls"][2]["status"] == "failed" and digest["calls"][2]["raw"].startswith("Sorry")
         assert digest["llm"]["model"] == "stub-model" and not digest["llm"]["served_by_capa"]
-        stats = memory_counts([{"cell_id": "C01", "context_chars": len(c["text"]), **c}])["memory"]
+        stats = memory_counts([SessionRecord.from_dict({"session_id": targets[0].session_id, "cell_id": "C01",
+                                                        "context_chars": len(c["text"]), **c})])["memory"]
         assert stats["extraction_failures"] == 1 and stats["empty_extractions"] == 1 and stats["empty_cells"] == 0
         # the digest is cached: a rerun asks the memory LLM nothing
         again = get_condition("mem0").contexts(targets[:2], capa_data, env)

@@ -11,6 +11,7 @@ from capa_hf.cli import main
 from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.metrics import pass_hat_k, summarize
 from capa_hf.evaluation.run import TooManyErrors, run_eval
+from capa_hf.schema.record import SessionRecord
 
 CELL = "C03"
 
@@ -90,8 +91,8 @@ def test_pass_hat_k_on_hand_made_records():
     assert pass_hat_k([(2, 3), (3, 3), (0, 3)], 3) == pytest.approx(1 / 3)
 
     def rec(sid, trial, ok):
-        subs = [{"turn": 1, "verdict": {"status": "passed" if ok else "failed"}}]
-        return {"session_id": sid, "trial": trial, "submissions": subs, "persona_id": "P01", "mechanisms": ["x", "y"]}
+        subs = [{"turn": 1, "code": "", "verdict": {"status": "passed" if ok else "failed"}}]
+        return SessionRecord(session_id=sid, trial=trial, submissions=subs, persona_id="P01", mechanisms=["x", "y"])
     rs = [rec(s, t, ok) for s, oks in (("a", (1, 1, 0)), ("b", (1, 1, 1)), ("c", (0, 0, 0)))
           for t, ok in enumerate(oks)]
     out = summarize(rs, n_boot=200)

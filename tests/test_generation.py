@@ -32,7 +32,7 @@ def test_engine_as_assistant_and_reference_fallback(two_cells, reference_build):
 
     # an assistant that already knows every session's variant reference solves at turn 1
     _, ref_sessions, _, traces = reference_build
-    final = {s.initial_request: traces[s.session_id]["submissions"][-1]["code"] for s in ref_sessions}
+    final = {s.initial_request: traces[s.session_id].submissions[-1].code for s in ref_sessions}
 
     def reply(messages):
         return f"```python\n{final[messages[1]['content']]}\n```"
@@ -75,12 +75,12 @@ def test_reference_traces_follow_their_plans(reference_build):
     for s in sessions:
         trace = traces[s.session_id]
         plan = plans[s.session_id]
-        assert s.resolved and trace["submissions"][-1]["verdict"]["status"] == "passed"
+        assert s.resolved and trace.submissions[-1].verdict.passed
         asked = [i for i in plan.items if not i.apply_unasked]
-        users = [t["content"] for t in trace["turns"] if t["role"] == "user"][1:]
-        kinds = trace["turn_kinds"]
+        users = [t.content for t in trace.turns if t.role == "user"][1:]
+        kinds = trace.turn_kinds
         if plan.guess_first and asked:
-            assert kinds[0] == "submission" and trace["submissions"][0]["verdict"]["status"] != "passed"
+            assert kinds[0] == "submission" and not trace.submissions[0].verdict.passed
         if not asked:
             assert kinds == ["submission"]                   # conventions known from history, applied at once
         else:
@@ -90,8 +90,8 @@ def test_reference_traces_follow_their_plans(reference_build):
             for h in s.hidden_items:
                 n = sum(h.clarification in u for u in users)
                 assert n <= 1 and (n == 1 or h.id in applied), (s.session_id, h.id)
-        assert "```python" in trace["turns"][-1]["content"]
+        assert "```python" in trace.turns[-1].content
         if s.split == "history":
-            assert [t.content for t in s.turns] == [t["content"] for t in trace["turns"]]
+            assert [t.content for t in s.turns] == [t.content for t in trace.turns]
         else:
             assert s.turns == ()

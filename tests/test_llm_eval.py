@@ -9,6 +9,7 @@ from runners.scripted import ScriptedEngine
 from capa_hf.cli import main
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.run import EvalConfig, run_eval
+from capa_hf.schema.record import SessionRecord
 from capa_hf.simulator.veto import without_vetoes
 from tests.llm_fakes import SESSION, is_planner, plan_json
 
@@ -134,9 +135,13 @@ def test_an_unusable_veto_answer_lets_the_pass_stand(tmp_path, capa_data):
 
 
 def test_without_vetoes_only_flips_vetoed_verdicts():
-    rec = {"submissions": [{"turn": 1, "verdict": {"status": "failed"}}, {"turn": 2, "verdict": {"status": "vetoed"}}]}
-    assert [s["verdict"]["status"] for s in without_vetoes([rec])[0]["submissions"]] == ["failed", "passed"]
-    assert rec["submissions"][1]["verdict"]["status"] == "vetoed"      # the input is not changed
+    rec = SessionRecord.from_dict({"session_id": "S1", "submissions": [
+        {"turn": 1, "code": "", "verdict": {"status": "failed"}},
+        {"turn": 2, "code": "", "verdict": {"status": "vetoed", "sandbox_status": "passed"}}]})
+    after = without_vetoes([rec])[0]
+    assert [s.verdict.status for s in after.submissions] == ["failed", "passed"]
+    assert after.submissions[1].verdict.sandbox_status == "passed"      # the rest of the verdict kept
+    assert rec.submissions[1].verdict.status == "vetoed"                # the input is not changed
 
 
 @pytest.mark.parametrize("value", ["llm", "llm:"])

@@ -14,6 +14,7 @@ from runners.scripted import ScriptedEngine
 from capa_hf.generation.pipeline import World, generate, plan_cells, stage1_all, stage3, voice_slots
 from capa_hf.generation.stage1_llm import FALLBACK, LLMRealizer
 from capa_hf.generation.stage3_llm import LLMConsistency
+from capa_hf.schema.record import SessionRecord
 from capa_hf.prompts import prompt_text
 
 
@@ -72,7 +73,7 @@ def test_llm_requests_are_batched_and_leaks_are_refused_by_stage3(world, cell):
         r = d.realization
         assert r.realizer == "llm:scripted" and r.initial_request.startswith(r.opener.rstrip("."))
         assert not any(h.clarification in r.initial_request for h in r.hidden_items if h.kind == "convention")
-        checks = {c.name: c for c in stage3(d, {"solved": True}, world)}
+        checks = {c.name: c for c in stage3(d, SessionRecord(session_id=d.session_id, solved=True), world)}
         assert checks["llm_request"].ok and checks["persona_voice"].ok and checks["both_mechanisms"].ok
         if any(i.kind == "task" for i in d.plan.items):
             leaked += 1
@@ -130,11 +131,11 @@ def test_an_inconsistent_trace_is_regenerated_and_counts_reach_the_card_lines(wo
     assert (c["checked"], c["consistent"], c["inconsistent"], c["invalid"], c["kept"]) == (11, 9, 1, 1, 0)
     assert stats.checks["consistency"] == 1 and stats.regenerated == 1
     sid = {p: s.session_id for p, s in by_pos.items()}
-    assert traces[sid[1]]["consistency"]["previous"] is None
-    assert traces[sid[2]]["consistency"]["previous"] == sid[1]
-    assert traces[sid[4]]["consistency"]["previous"] == sid[2]    # S03 was refused in that round
-    assert traces[sid[3]]["consistency"]["previous"] == sid[2]    # and checked again in the next
-    assert traces[sid[5]]["consistency"] == {"consistent": None, "reason": "no usable answer", "valid": False,
+    assert traces[sid[1]].extra("consistency")["previous"] is None
+    assert traces[sid[2]].extra("consistency")["previous"] == sid[1]
+    assert traces[sid[4]].extra("consistency")["previous"] == sid[2]    # S03 was refused in that round
+    assert traces[sid[3]].extra("consistency")["previous"] == sid[2]    # and checked again in the next
+    assert traces[sid[5]].extra("consistency") == {"consistent": None, "reason": "no usable answer", "valid": False,
                                              "previous": sid[4]}
     # one batch per position in the first attempt, then one for the regenerated session
     assert engine.batch_sizes[:10] == [1] * 10

@@ -10,6 +10,7 @@ import pytest
 from runners.types import ChatResult
 
 from capa_hf.llm_json import LLMCallError, first_json_object
+from capa_hf.schema.record import SessionRecord
 from capa_hf.simulator.fidelity import code_lines, message_checks
 from capa_hf.simulator.llm_user import LLMUser, fallback_counts, make_llm_user
 from capa_hf.simulator.planner import Plan
@@ -76,7 +77,7 @@ def test_planner_garbage_is_retried_once_then_replaced_by_the_scripted_choice(br
     assert entry["fallback"] and not entry["valid"] and entry["json"] is None
     assert entry["focus"] == entry["scripted_focus"] == "h1"     # the scripted planner matched the question
     assert out == msg and user.revealed == ["h1"]
-    counts = fallback_counts([{"user_log": user.log}])
+    counts = fallback_counts([SessionRecord(session_id="S1", user_log=user.log)])
     assert counts["planner_fallbacks"] == 1 and counts["planner_fallbacks_per_100_turns"] == 100.0
     assert counts["expression_fallbacks"] == 0
 
@@ -126,7 +127,8 @@ def test_pasted_code_is_regenerated_then_replaced_by_the_scripted_message(brief)
     retry = [c for c in calls if not is_planner(c.messages)][1].messages
     assert retry[-2]["role"] == "assistant" and "cannot be sent" in retry[-1]["content"]
     assert user.revealed == ["h1"]
-    assert fallback_counts([{"user_log": user.log}])["expression_fallbacks_per_100_turns"] == 100.0
+    assert fallback_counts([SessionRecord(session_id="S1", user_log=user.log)])[
+        "expression_fallbacks_per_100_turns"] == 100.0
 
 
 def test_leaking_another_item_is_regenerated_and_a_clean_retry_is_sent(brief):

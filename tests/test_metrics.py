@@ -1,11 +1,17 @@
+import itertools
 import math
 
 from capa_hf.evaluation.metrics import bootstrap_ci, es, first_success_turn, ft_es, summarize, ttc
+from capa_hf.schema.record import SessionRecord
+
+_ids = itertools.count()
 
 
 def rec(*statuses, persona="P01", mechs=("a", "b")):
-    subs = [{"turn": t, "verdict": {"status": s}} for t, s in statuses]
-    return {"submissions": subs, "persona_id": persona, "mechanisms": list(mechs), "turn_kinds": []}
+    """A record of its own session whose submissions have these (turn, status)."""
+    subs = [{"turn": t, "code": "", "verdict": {"status": s}} for t, s in statuses]
+    return SessionRecord.from_dict({"session_id": f"S{next(_ids)}", "submissions": subs, "persona_id": persona,
+                                    "mechanisms": list(mechs), "turn_kinds": []})
 
 
 def test_all_unsolved_gives_ttc_8_and_zero_rates():

@@ -205,3 +205,70 @@ def test_a_plug_in_package_adds_a_part_through_its_entry_point(monkeypatch):
     eps.pop()
     parts = registry.Registry("condition", "capa.conditions")
     assert parts.names() == ["hinted-too"] and parts.get("hinted-too") is Hinted
+
+
+class FailsAll:
+    """A judge that fails every submission without running it."""
+
+    name = "fails"
+
+    def judge(self, submission, problem):
+        return {"status": "failed", "failure": {"type": "AssertionError", "message": "", "line": None}}
+        yield  # pragma: no cover
+
+    def describe(self):
+        return None
+
+    def close(self):
+        pass
+
+
+def test_the_fidelity_check_takes_its_judge_from_the_registry(capa_data):
+    from capa_hf.content import load_user_lines
+    from capa_hf.user_fidelity import humaneval_behaviour_reveals
+
+    lines = load_user_lines()
+    passing = humaneval_behaviour_reveals(capa_data, lines, judge_spec="returns")   # HumanEval's code returns
+    assert passing.sessions == 0 and passing.passed > 0
+    JUDGES.register("fails", lambda **options: FailsAll())
+    try:
+        failing = humaneval_behaviour_reveals(capa_data, lines, judge_spec="fails")
+    finally:
+        JUDGES.unregister("fails")
+    assert failing.passed == 0 and failing.sessions == passing.passed     # the same submissions, now failed
+    with pytest.raises(CapaError, match="asks a model for its verdict; the user fidelity check never calls one"):
+        humaneval_behaviour_reveals(capa_data, lines, judge_spec="veto:returns")
+
+
+def test_the_dataset_build_takes_its_judge_from_the_registry():
+    import inspect
+
+    from capa_hf.defaults import JUDGE
+    from capa_hf.generation.pipeline import generate, stage2_judge
+
+    assert inspect.signature(generate).parameters["judge"].default == JUDGE
+    with stage2_judge("returns") as (judge, pool):
+        assert isinstance(judge, ReturnsSomething) and hasattr(pool, "check")   # examples get a pool of their own
+    with pytest.raises(CapaError, match="judge 'veto' asks a model"):
+        with stage2_judge("veto"):
+            pass
+
+
+def test_a_judge_whose_verdict_has_no_status_leaves_the_session_incomplete_naming_the_field(tmp_path):
+    JUDGES.register("sloppy", lambda **options: SloppyJudge())
+    try:
+        rc, recs, _, summary = capa_eval(tmp_path, "--model", "canned:right", *BASE, "--judge", "sloppy",
+                                         "--max-errors", "5")
+    finally:
+        JUDGES.unregister("sloppy")
+    assert rc == 1 and all(r["incomplete"] for r in recs) and summary["n_incomplete"] == 2
+    assert summary["incomplete"][0]["error"] == ("ValueError: session toy/1: no valid record (judge 'sloppy', user "
+                                                 "'debugger'): submissions.0.verdict.status: Field required")
+
+
+class SloppyJudge(FailsAll):
+    name = "sloppy"
+
+    def judge(self, submission, problem):
+        return {"ok": True}
+        yield  # pragma: no cover

@@ -13,6 +13,7 @@ from capa_hf.dataset.stats import dataset_stats
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.difficulty_labels import write_labels
 from capa_hf.evaluation.metrics import es, ft_es, ttc
+from capa_hf.evaluation.records import read_records
 from capa_hf.evaluation.run import EvalConfig, run_eval
 from tests.run_fakes import record, write_run
 from tests.test_analysis_blank_control import fixer, run_blank
@@ -47,6 +48,10 @@ def policy(data, condition):
 
 def records(run):
     return [json.loads(line) for line in (run / "sessions.jsonl").read_text().splitlines()]
+
+
+def typed_records(run):
+    return list(read_records(run / "sessions.jsonl").values())
 
 
 def as_condition(src, dst, condition, first_turn_for_all=False):
@@ -121,7 +126,7 @@ def test_every_table_and_plot_is_built(report):
 
 
 def test_main_table_values_and_paired_deltas(runs, report):
-    none, su = records(runs["none"]), records(runs["same-user"])
+    none, su = typed_records(runs["none"]), typed_records(runs["same-user"])
     r_none = row(report, "main", condition="none")
     r_su = row(report, "main", condition="same-user")
     assert r_none["n"] == 5 and r_su["n"] == 5
@@ -164,7 +169,7 @@ def test_difficulty_mechanisms_and_item_kinds(runs, capa_data, report):
 
 def test_split_trials_and_blank(runs, report):
     split = table(report, "split")["rows"][0]
-    hist = records(runs["none-history"])
+    hist = typed_records(runs["none-history"])
     assert (split["n_history"], split["n_heldout"], split["cells"]) == (5, 5, 1)
     assert split["ES_history"] == pytest.approx(es(hist))
     assert split["dES"] == pytest.approx(split["ES_heldout"] - split["ES_history"])

@@ -18,6 +18,7 @@ from capa_hf.analysis.report import build_report
 from capa_hf.cli import main
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.rescore import rescore_record, rescore_run
+from capa_hf.schema.record import SessionRecord, SubmissionRecord
 from capa_hf.evaluation.run import EvalConfig, run_eval
 from capa_hf.simulator import episode
 from capa_hf.simulator.extraction import extract_submission
@@ -120,32 +121,37 @@ def test_rescore_refuses_a_veto_run_and_a_folder_without_config(old_run, tmp_pat
 
 
 def sub(turn, status):
-    return {"turn": turn, "code": "def f(): pass", "candidate": "f", "verdict": {"status": status}}
+    return SubmissionRecord(turn=turn, code="def f(): pass", candidate="f", verdict={"status": status})
+
+
+def typed(rec: dict) -> SessionRecord:
+    return SessionRecord.from_dict(rec)
 
 
 def test_a_recorded_pass_that_now_fails_is_unsolved_and_cut_short():
-    rec = record("S1", success_turn=3)                       # failed, failed, passed
+    rec = typed(record("S1", success_turn=3))                       # failed, failed, passed
     new = rescore_record(rec, {1: sub(1, "failed"), 2: sub(2, "failed"), 3: sub(3, "error")}, max_turns=8)
-    assert new["success_turn"] is None and not new["solved"] and len(new["submissions"]) == 3
-    assert new["rescore"]["outcome"] == "pass_lost" and new["rescore"]["cut_short"]
-    assert new["rescore"]["changed_turns"] == [3] and not new["rescore"]["truncated"]
+    assert new.success_turn is None and not new.solved and len(new.submissions) == 3
+    assert new.rescore.outcome == "pass_lost" and new.rescore.cut_short
+    assert new.rescore.changed_turns == [3] and not new.rescore.truncated
+    assert [s.previous_status for s in new.submissions] == ["failed", "failed", "passed"]
 
 
 def test_a_pass_lost_at_the_last_budgeted_turn_is_not_cut_short():
-    rec = record("S1", success_turn=8)
+    rec = typed(record("S1", success_turn=8))
     subs = {t: sub(t, "failed") for t in range(1, 9)}
-    assert not rescore_record(rec, subs, max_turns=8)["rescore"]["cut_short"]
+    assert not rescore_record(rec, subs, max_turns=8).rescore.cut_short
 
 
 def test_a_different_failure_keeps_the_later_turns_and_says_so():
-    rec = record("S1", success_turn=2)
+    rec = typed(record("S1", success_turn=2))
     new = rescore_record(rec, {1: sub(1, "error"), 2: sub(2, "passed")}, max_turns=8)
-    assert new["success_turn"] == 2 and new["rescore"]["outcome"] == "unchanged"
-    assert new["rescore"]["feedback_differs"] == [1] and new["turns"] == rec["turns"]
+    assert new.success_turn == 2 and new.rescore.outcome == "unchanged"
+    assert new.rescore.feedback_differs == [1] and new.turns == rec.turns
 
 
 def test_a_reply_that_is_no_longer_a_submission_becomes_a_clarification():
-    rec = record("S1", success_turn=2)
+    rec = typed(record("S1", success_turn=2))
     new = rescore_record(rec, {1: None, 2: sub(2, "passed")}, max_turns=8)
-    assert new["turn_kinds"] == ["clarification", "submission"] and [s["turn"] for s in new["submissions"]] == [2]
-    assert new["rescore"]["changed_turns"] == [1]
+    assert new.turn_kinds == ["clarification", "submission"] and [s.turn for s in new.submissions] == [2]
+    assert new.rescore.changed_turns == [1]

@@ -5,6 +5,7 @@ import pytest
 from capa_hf.content import load_content, load_user_lines
 from capa_hf.evaluation.capa_source import brief
 from capa_hf.generation.stage2_dialogue import code_reply
+from capa_hf.schema.record import SessionRecord
 from capa_hf.simulator.extraction import extract_submission
 from capa_hf.simulator.judges import SandboxJudge
 from capa_hf.simulator.users import scripted_user
@@ -199,8 +200,8 @@ def test_the_summary_gives_the_shares_of_the_users_reasons():
 
     log = [{"basis": "question", "verdict": None}, {"basis": "priority", "verdict": None},
            {"basis": "failure_tie", "verdict": "assertion"}, {"basis": "failing_check", "verdict": "assertion"}]
-    records = [{"user_log": log}, {"user_log": [{"basis": "question", "verdict": None}]},
-               {"user_log": [{"planner": {"fallback": False}}]}]          # an LLM user's turn: not counted
+    records = [SessionRecord(session_id=f"S{i}", user_log=entries) for i, entries in enumerate(
+        [log, [{"basis": "question", "verdict": None}], [{"planner": {"fallback": False}}]])]  # an LLM user's: not counted
     shares = reasoning_shares(records)
     assert (shares["turns"], shares["question"], shares["failure_tie"], shares["priority"]) == (5, 2, 1, 1)
     assert shares["on_topic_share"] == round(2 / 3, 4) and shares["shares"]["failing_check"] == 0.2

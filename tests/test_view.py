@@ -12,6 +12,7 @@ from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.records import CONTEXTS, context_digest, read_contexts, store_contexts
 from capa_hf.evaluation.run import run_eval
 from capa_hf.prompts import prompt_text
+from capa_hf.schema.record import SessionRecord
 from capa_hf.view.collect import collect, run_names
 from capa_hf.view.transcript import reveal_turns, session_view
 from capa_hf.view.write import data_script
@@ -42,12 +43,13 @@ def test_a_run_records_what_the_model_saw(tmp_path, capa_data):
 
 
 def _record(turns, log=None):
-    return {"session_id": "C09-S07", "trial": 0, "turns": turns, "turn_kinds": ["clarification", "submission"],
-            "assistant_turns": 2, "user_log": log or [],
-            "submissions": [{"turn": 2, "code": "def f(): pass", "candidate": "f", "binding": "entry_point",
-                             "dropped": ["print(f())"], "rule": "last_block",
-                             "verdict": {"status": "failed", "failure": {"type": "AssertionError",
-                                                                         "message": "", "line": "assert f() == 1"}}}]}
+    return SessionRecord.from_dict({
+        "session_id": "C09-S07", "trial": 0, "turns": turns, "turn_kinds": ["clarification", "submission"],
+        "assistant_turns": 2, "user_log": log or [],
+        "submissions": [{"turn": 2, "code": "def f(): pass", "candidate": "f", "binding": "entry_point",
+                         "dropped": ["print(f())"], "rule": "last_block",
+                         "verdict": {"status": "failed", "failure": {"type": "AssertionError",
+                                                                     "message": "", "line": "assert f() == 1"}}}]})
 
 
 HIDDEN = [{"id": "h1", "clarification": "Sort it ascending."}, {"id": "h2", "clarification": "Return a tuple."}]

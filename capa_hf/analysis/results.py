@@ -26,6 +26,7 @@ from capa_hf.defaults import MAX_TURNS
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.metrics import first_success_turn, item_kind_label
 from capa_hf.evaluation.records import RESULTS, read_config, read_records
+from capa_hf.schema.record import SessionRecord
 
 # Fields of a run's config that say which sessions it covers and under which condition; runs
 # that agree on everything else are the same model setting and may be paired.
@@ -42,7 +43,7 @@ class Run:
 
     path: Path
     config: dict
-    records: list[dict] = field(repr=False)
+    records: list[SessionRecord] = field(repr=False)
     name: str = ""
 
     @property
@@ -88,14 +89,14 @@ class Run:
         return self.config.get("dataset_manifest_sha256")
 
     @property
-    def scored(self) -> list[dict]:
-        return [r for r in self.records if not r.get("incomplete")]
+    def scored(self) -> list[SessionRecord]:
+        return [r for r in self.records if not r.incomplete]
 
     def describe(self) -> dict:
         """What names a run in every table."""
         return {"run": self.name, "model": self.model, "condition": self.condition, "split": self.split,
                 "dataset_version": self.dataset_version, "config_hash": self.config_hash[:12],
-                "sessions": len({r["session_id"] for r in self.scored}), "trials": self.samples,
+                "sessions": len({r.session_id for r in self.scored}), "trials": self.samples,
                 "incomplete": len(self.records) - len(self.scored), "path": str(self.path)}
 
 
@@ -160,34 +161,31 @@ def _labels_for(run: Run, difficulty: Mapping | None) -> Mapping | None:
     return difficulty if difficulty is not None else run.config.get("difficulty")
 
 
-def _usage_sum(rec: dict, key: str) -> int:
-    return int(sum(u.get(key, 0) or 0 for u in rec.get("usage", [])))
-
-
-def session_row(run: Run, rec: dict, labels: Mapping | None) -> dict:
+def session_row(run: Run, rec: SessionRecord, labels: Mapping | None) -> dict:
     first = first_success_turn(rec)
     solved = first is not None and first <= run.max_turns
     label_map = (labels or {}).get("labels", {})
-    kinds = rec.get("turn_kinds", [])
+    kinds = rec.turn_kinds
     return {
         "run": run.name, "model": run.model, "setting": run.setting, "condition": run.condition,
         "split": run.split, "dataset_version": run.dataset_version, "config_hash": run.config_hash[:12],
-        "session_id": rec["session_id"], "trial": int(rec.get("trial", 0)), "cell_id": rec.get("cell_id"),
-        "persona_id": rec.get("persona_id"), "mechanisms": list(rec.get("mechanisms") or []),
-        "task_id": rec.get("task_id"), "role": rec.get("role"), "item_kinds": list(rec.get("item_kinds") or []),
-        "item_kind": item_kind_label(rec), "fully_resolvable": rec.get("fully_resolvable"),
-        "difficulty": label_map.get(rec["session_id"]), "difficulty_source": labels_source_text(labels),
+        "session_id": rec.session_id, "trial": rec.trial, "cell_id": rec.cell_id,
+        "persona_id": rec.persona_id, "mechanisms": list(rec.mechanisms),
+        "task_id": rec.task_id, "role": rec.role, "item_kinds": list(rec.item_kinds),
+        "item_kind": item_kind_label(rec), "fully_resolvable": rec.fully_resolvable,
+        "difficulty": label_map.get(rec.session_id), "difficulty_source": labels_source_text(labels),
         "success_turn": first if solved else None, "solved": solved, "first_turn": solved and first == 1,
         "ttc": float(first if solved else run.max_turns), "assistant_turns": len(kinds),
         "clarifications": sum(1 for k in kinds if k == "clarification"),
-        "submissions": len(rec.get("submissions", [])),
-        "prompt_tokens": _usage_sum(rec, "prompt_tokens"), "completion_tokens": _usage_sum(rec, "completion_tokens"),
-        "wall_s": float((rec.get("timing") or {}).get("wall_s", float("nan"))),
-        "incomplete": bool(rec.get("incomplete")),
+        "submissions": len(rec.submissions),
+        "prompt_tokens": sum(u.prompt_tokens for u in rec.usage),
+        "completion_tokens": sum(u.completion_tokens for u in rec.usage),
+        "wall_s": float(rec.timing.get("wall_s", float("nan"))),
+        "incomplete": rec.incomplete,
     }
 
 
-SESSION_COLUMNS = tuple(session_row(Run(Path("."), {"run": {}}, []), {"session_id": ""}, None))
+SESSION_COLUMNS = tuple(session_row(Run(Path("."), {"run": {}}, []), SessionRecord(session_id=""), None))
 
 
 def sessions_df(runs, difficulty: Mapping | None = None, include_incomplete: bool = False,
@@ -198,28 +196,29 @@ def sessions_df(runs, difficulty: Mapping | None = None, include_incomplete: boo
     label-difficulty`); by default the labels a run was evaluated with (`capa eval --difficulty`)."""
     rows = [session_row(run, rec, _labels_for(run, difficulty))
             for run in as_runs(runs, allow_partial) for rec in run.records
-            if include_incomplete or not rec.get("incomplete")]
+            if include_incomplete or not rec.incomplete]
     df = pd.DataFrame(rows, columns=list(SESSION_COLUMNS))
     return df.astype({"success_turn": "Int64"})     # a turn number, or <NA> for unsolved
 
 
-def turn_rows(run: Run, rec: dict) -> list[dict]:
-    subs = {s["turn"]: s for s in rec.get("submissions", [])}
-    replies = [t["content"] for t in rec.get("turns", []) if t.get("role") == "assistant"]
-    usage = rec.get("usage", [])
+USAGE_COLUMNS = ("prompt_tokens", "completion_tokens", "cached_tokens", "latency_s", "finish_reason", "from_cache")
+
+
+def turn_rows(run: Run, rec: SessionRecord) -> list[dict]:
+    subs = {s.turn: s for s in rec.submissions}
+    replies = rec.assistant_replies()
     out = []
-    for i, kind in enumerate(rec.get("turn_kinds", []), start=1):
-        sub = subs.get(i) or {}
-        verdict = sub.get("verdict") or {}
-        u = usage[i - 1] if i <= len(usage) else {}
+    for i, kind in enumerate(rec.turn_kinds, start=1):
+        verdict = subs[i].verdict if i in subs else None
+        failure = verdict.failure if verdict is not None else None
+        u = rec.usage[i - 1] if i <= len(rec.usage) else None
         out.append({
             "run": run.name, "model": run.model, "condition": run.condition, "split": run.split,
-            "session_id": rec["session_id"], "trial": int(rec.get("trial", 0)), "turn": i, "kind": kind,
-            "status": verdict.get("status"), "failure_type": (verdict.get("failure") or {}).get("type"),
+            "session_id": rec.session_id, "trial": rec.trial, "turn": i, "kind": kind,
+            "status": verdict.status if verdict is not None else None,
+            "failure_type": failure.type if failure is not None else None,
             "reply": replies[i - 1] if i <= len(replies) else None,
-            "prompt_tokens": u.get("prompt_tokens"), "completion_tokens": u.get("completion_tokens"),
-            "cached_tokens": u.get("cached_tokens"), "latency_s": u.get("latency_s"),
-            "finish_reason": u.get("finish_reason"), "from_cache": u.get("from_cache"),
+            **{k: getattr(u, k) if u is not None else None for k in USAGE_COLUMNS},
         })
     return out
 
@@ -228,5 +227,5 @@ def turns_df(runs, include_incomplete: bool = False, allow_partial: bool = False
     """One row per assistant turn: its kind (submission, clarification, cut_off, ...), the
     verdict of a submission, the reply text, tokens and latency."""
     rows = [row for run in as_runs(runs, allow_partial) for rec in run.records
-            if include_incomplete or not rec.get("incomplete") for row in turn_rows(run, rec)]
+            if include_incomplete or not rec.incomplete for row in turn_rows(run, rec)]
     return pd.DataFrame(rows)

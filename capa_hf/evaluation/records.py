@@ -1,7 +1,9 @@
 """A run folder's files: config.json, sessions.jsonl (one line per finished session and trial).
 
-A line with `incomplete: true` is a session the engine could not finish (an HTTP error, an
-outage): it is kept for the record, never scored, and a rerun of the same command plays it again.
+Each line is a `SessionRecord` (capa_hf/schema/record.py): written with `to_dict()`, read back
+with `from_dict()`, so a line written by an earlier version reads and rewrites unchanged. A line
+with `incomplete: true` is a session the engine could not finish (an HTTP error, an outage): it is
+kept for the record, never scored, and a rerun of the same command plays it again.
 """
 
 from __future__ import annotations
@@ -12,14 +14,17 @@ import os
 from pathlib import Path
 from typing import Iterable
 
+from pydantic import ValidationError
+
 from capa_hf.errors import CapaError
+from capa_hf.schema.record import SessionRecord
 
 RESULTS = "sessions.jsonl"
 CONTEXTS = "contexts.jsonl"     # what the model was shown before the request, once per distinct text
 
 
-def record_key(rec: dict) -> str:
-    return f"{rec['session_id']}#{rec.get('trial', 0)}"
+def record_key(rec: SessionRecord) -> str:
+    return rec.key
 
 
 def json_lines(path: Path) -> list[dict]:
@@ -34,9 +39,20 @@ def json_lines(path: Path) -> list[dict]:
     return rows
 
 
-def read_records(path: Path) -> dict[str, dict]:
-    """The latest line per (session, trial) of an earlier run. A torn last line is dropped."""
-    return {record_key(rec): rec for rec in json_lines(path)}
+def read_records(path: Path) -> dict[str, SessionRecord]:
+    """The latest record per (session, trial) of an earlier run. A torn last line is dropped; a
+    line that is JSON but no session record is refused, naming the file, the line and the field."""
+    out = {}
+    for n, row in enumerate(json_lines(path), 1):
+        try:
+            rec = SessionRecord.from_dict(row)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "the record"
+            raise CapaError(f"{path}: record {n} is not a session record ({where}: {err['msg']}); "
+                            "expected a line that `capa eval` wrote") from None
+        out[rec.key] = rec
+    return out
 
 
 def read_config(path: Path) -> dict:
@@ -53,13 +69,18 @@ def read_config(path: Path) -> dict:
     return config
 
 
-def complete(records: dict[str, dict]) -> dict[str, dict]:
-    return {k: r for k, r in records.items() if not r.get("incomplete")}
+def complete(records: dict[str, SessionRecord]) -> dict[str, SessionRecord]:
+    return {k: r for k, r in records.items() if not r.incomplete}
 
 
-def rewrite(path: Path, records: dict[str, dict]) -> None:
+def record_line(record: SessionRecord) -> str:
+    """The record's sessions.jsonl line (with its newline)."""
+    return json.dumps(record.to_dict(), ensure_ascii=False) + "\n"
+
+
+def rewrite(path: Path, records: dict[str, SessionRecord]) -> None:
     """Drop a torn last line (and superseded lines) before appending."""
-    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records.values())
+    text = "".join(record_line(r) for r in records.values())
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
@@ -98,21 +119,23 @@ def store_contexts(out: Path, texts: Iterable[str]) -> dict[str, str]:
     return digests
 
 
-def outcome_record(base: dict, outcome, trial: int) -> dict:
+def outcome_record(base: dict, outcome, trial: int) -> SessionRecord:
     """One finished episode's record: `base` (what the run knows of the session) with the
-    episode's result, or, when the episode raised (an engine error, never the model's), an
-    *incomplete* record that the metrics leave out and a rerun retries."""
+    episode's result (a SessionRecord, or a dict of its fields), or, when the episode raised (an
+    engine error, never the model's), an *incomplete* record that the metrics leave out and a
+    rerun retries. The keys keep the order of `base`, then the episode's."""
     rec = dict(base)
     if outcome.error:
         rec.update({"trial": trial, "incomplete": True, "error": {"error": outcome.error},
                     "submissions": [], "success_turn": None, "solved": False})
     else:
-        rec.update(outcome.result)
-    return rec
+        result = outcome.result
+        rec.update(result.to_dict() if isinstance(result, SessionRecord) else result)
+    return SessionRecord.from_dict(rec)
 
 
-def append(fh, record: dict) -> None:
-    fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+def append(fh, record: SessionRecord) -> None:
+    fh.write(record_line(record))
     fh.flush()
     os.fsync(fh.fileno())
 

@@ -38,17 +38,19 @@ from pathlib import Path
 from capa_hf.errors import CapaError
 from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.records import RESULTS, prepare_out, read_config, read_records, rewrite
+from capa_hf.schema.record import SessionRecord, SubmissionRecord, TurnRecord
 from capa_hf.simulator.episode import turn_kind
 from capa_hf.simulator.extraction import RULE, extract_submission
+from capa_hf.simulator.protocols import verdict_without_model
 
 PASSED = "passed"
 
 
-def _status(sub: dict | None) -> str | None:
-    return None if sub is None else (sub.get("verdict") or {}).get("status")
+def _status(sub: SubmissionRecord | None) -> str | None:
+    return None if sub is None else sub.verdict.status
 
 
-def read_old_run(old: Path) -> tuple[dict, dict[str, dict]]:
+def read_old_run(old: Path) -> tuple[dict, dict[str, SessionRecord]]:
     config = read_config(old)
     run = config["run"]
     if run.get("condition") == "blank-control":
@@ -75,48 +77,38 @@ def config_hash(run: dict) -> str:
     return hashlib.sha256(json.dumps(run, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def judge_now(judge, submission, problem) -> dict:
-    """A verdict from a judge that needs no model (a judge that asks for one is refused)."""
-    gen = judge.judge(submission, problem)
-    try:
-        next(gen)
-    except StopIteration as stop:
-        return stop.value
-    raise CapaError(f"judge {judge.name!r} asks a model for its verdict; --rescore never calls one")
-
-
-def rescore_record(rec: dict, new_subs: dict[int, dict | None], max_turns: int) -> dict:
+def rescore_record(rec: SessionRecord, new_subs: dict[int, SubmissionRecord | None], max_turns: int) -> SessionRecord:
     """One session record under the new verdicts (`new_subs`: assistant turn -> the new
-    submission dict with its verdict, or None when the reply is no longer a submission)."""
-    old_subs = {s["turn"]: s for s in rec.get("submissions", [])}
-    replies = _assistant_replies(rec)
+    submission with its verdict, or None when the reply is no longer a submission)."""
+    old_subs = {s.turn: s for s in rec.submissions}
+    replies = rec.assistant_replies()
     played = len(replies)
-    recorded_kinds = list(rec.get("turn_kinds") or ["clarification"] * played)
+    recorded_kinds = list(rec.turn_kinds or ["clarification"] * played)
     old_success = next((t for t in sorted(old_subs) if _status(old_subs[t]) == PASSED), None)
     new_success = next((t for t in sorted(new_subs) if _status(new_subs[t]) == PASSED), None)
     end = new_success or played
     changed = [t for t in range(1, played + 1) if _status(old_subs.get(t)) != _status(new_subs.get(t))]
-    code_changed = [t for t in range(1, played + 1) if (old_subs.get(t) or {}).get("code")
-                    != (new_subs.get(t) or {}).get("code")]
+    code_changed = [t for t in range(1, played + 1) if _code(old_subs.get(t)) != _code(new_subs.get(t))]
     subs, kinds = [], []
     for t in range(1, end + 1):
         new, old = new_subs.get(t), old_subs.get(t)
         if new is not None:
-            subs.append({**new, "previous_status": _status(old)})
+            subs.append(new.model_copy(update={"previous_status": _status(old)}))
             kinds.append("submission")
         elif old is not None:    # no longer a submission: a clarification, or however the reply ended
-            usage = (rec.get("usage") or [{}] * played)[t - 1]
-            kinds.append(turn_kind(replies[t - 1], {"finish_reason": "stop", **usage}, None))
+            finish = rec.usage[t - 1].finish_reason if t <= len(rec.usage) else "stop"
+            kinds.append(turn_kind(replies[t - 1], {"finish_reason": finish}, None))
         else:
             kinds.append(recorded_kinds[t - 1])
     cut_short = old_success is not None and new_success is None and played < max_turns
     feedback = [t for t in changed if t < end and _status(old_subs.get(t)) != PASSED
                 and _status(new_subs.get(t)) != PASSED]
-    out = dict(rec)
-    out.update({"turns": _turns_through(rec["turns"], end), "turn_kinds": kinds, "assistant_turns": len(kinds),
-                "submissions": subs, "success_turn": new_success, "solved": new_success is not None,
-                "usage": list(rec.get("usage", []))[:end],
-                "user_log": [e for e in rec.get("user_log", []) if e.get("turn", 0) < end]})
+    out = rec.to_dict()
+    out.update({"turns": [m.to_dict() for m in _turns_through(rec.turns, end)], "turn_kinds": kinds,
+                "assistant_turns": len(kinds), "submissions": [s.to_dict() for s in subs],
+                "success_turn": new_success, "solved": new_success is not None,
+                "usage": [u.to_dict() for u in rec.usage[:end]],
+                "user_log": [e for e in rec.user_log if e.get("turn", 0) < end]})
     outcome = ("unchanged" if old_success == new_success else
                "solved_earlier" if old_success is not None and new_success is not None else
                "newly_solved" if new_success is not None else "pass_lost")
@@ -125,18 +117,18 @@ def rescore_record(rec: dict, new_subs: dict[int, dict | None], max_turns: int) 
                                                              "now": _status(new_subs.get(t))} for t in changed],
                       "code_changed_turns": code_changed, "played_turns": played, "truncated": end < played,
                       "dropped_turns": played - end, "cut_short": cut_short, "feedback_differs": feedback}
-    return out
+    return SessionRecord.from_dict(out)
 
 
-def _assistant_replies(rec: dict) -> list[str]:
-    return [m["content"] for m in rec.get("turns", []) if m.get("role") == "assistant"]
+def _code(sub: SubmissionRecord | None) -> str | None:
+    return None if sub is None else sub.code
 
 
-def _turns_through(turns: list[dict], k: int) -> list[dict]:
+def _turns_through(turns: list[TurnRecord], k: int) -> list[TurnRecord]:
     """The conversation up to and including the k-th assistant message."""
     seen = 0
     for i, m in enumerate(turns):
-        if m.get("role") == "assistant":
+        if m.role == "assistant":
             seen += 1
             if seen == k:
                 return turns[: i + 1]
@@ -162,7 +154,7 @@ def rescore_run(old: str | Path, out: str | Path, data=None) -> dict:
                         f"{str(config['dataset_manifest_sha256'])[:12]}), but {data.source} is {data.version} "
                         f"(manifest {str(data.manifest_sha256)[:12]}); pass the run's --dataset/--revision")
     pool = data.heldout if cfg.split == "heldout" else data.history
-    unknown = sorted({r["session_id"] for r in records.values()} - set(pool))
+    unknown = sorted({r.session_id for r in records.values()} - set(pool))
     if unknown:
         raise CapaError(f"--rescore {old}: sessions {unknown[:5]} are not in the {cfg.split} split of {data.source}")
     t0 = time.perf_counter()
@@ -171,30 +163,29 @@ def rescore_run(old: str | Path, out: str | Path, data=None) -> dict:
     prepare_out(out, new_config)
     jobs = []        # (record key, turn, submission, problem)
     for key, rec in records.items():
-        if rec.get("incomplete"):
+        if rec.incomplete:
             continue
-        problem = data.problem(pool[rec["session_id"]])
-        for turn, reply in enumerate(_assistant_replies(rec), 1):
+        problem = data.problem(pool[rec.session_id])
+        for turn, reply in enumerate(rec.assistant_replies(), 1):
             jobs.append((key, turn, extract_submission(reply, problem.entry_point), problem))
     judge = build_judge(cfg.judge, seed=cfg.seed)
     try:
         def one(job):
             _key, _turn, sub, problem = job
-            return None if sub is None else judge_now(judge, sub, problem)
+            return None if sub is None else verdict_without_model(judge, sub, problem, "--rescore")
         workers = getattr(getattr(judge, "pool", None), "size", 1) or 1
         with ThreadPoolExecutor(max_workers=workers) as ex:
             verdicts = list(ex.map(one, jobs))
         sandbox_info = judge.describe()
     finally:
         judge.close()
-    per_record: dict[str, dict[int, dict | None]] = {}
+    per_record: dict[str, dict[int, SubmissionRecord | None]] = {}
     for (key, turn, sub, _p), verdict in zip(jobs, verdicts):
-        per_record.setdefault(key, {})[turn] = None if sub is None else {"turn": turn, **sub.to_dict(),
-                                                                          "verdict": verdict}
+        per_record.setdefault(key, {})[turn] = None if sub is None else SubmissionRecord.from_dict(
+            {"turn": turn, **sub.to_dict(), "verdict": verdict})
     new_records = {}
     for key, rec in records.items():
-        new_records[key] = rec if rec.get("incomplete") else rescore_record(rec, per_record.get(key, {}),
-                                                                            cfg.max_turns)
+        new_records[key] = rec if rec.incomplete else rescore_record(rec, per_record.get(key, {}), cfg.max_turns)
     rewrite(out / RESULTS, new_records)
     summary = write_summary(out, cfg, set(new_records), RunStats(), time.perf_counter() - t0, 0, sandbox_info,
                             config.get("difficulty"))
@@ -208,24 +199,24 @@ def rescore_run(old: str | Path, out: str | Path, data=None) -> dict:
     return summary
 
 
-def rescore_counts(old: dict[str, dict], new: dict[str, dict]) -> dict:
+def rescore_counts(old: dict[str, SessionRecord], new: dict[str, SessionRecord]) -> dict:
     """How many submissions changed verdict, and what that did to the sessions."""
-    scored = [(old[k], new[k]) for k in old if not old[k].get("incomplete")]
-    infos = [after["rescore"] for _, after in scored]
-    changes = [c for i in infos for c in i["changes"]]
-    judged = sum(len(before.get("submissions", [])) for before, _ in scored)
-    outcomes = {}
+    scored = [(old[k], new[k]) for k in old if not old[k].incomplete]
+    infos = [after.rescore for _, after in scored]
+    changes = [c for i in infos for c in i.changes]
+    judged = sum(len(before.submissions) for before, _ in scored)
+    outcomes: dict[str, int] = {}
     for i in infos:
-        outcomes[i["outcome"]] = outcomes.get(i["outcome"], 0) + 1
+        outcomes[i.outcome] = outcomes.get(i.outcome, 0) + 1
     return {"sessions": len(scored), "submissions_before": judged,
-            "submissions_changed": len(changes), "now_passing": sum(c["now"] == PASSED for c in changes),
-            "no_longer_passing": sum(c["was"] == PASSED for c in changes),
-            "code_changed": sum(len(i["code_changed_turns"]) for i in infos),
-            "sessions_changed": sum(1 for i in infos if i["outcome"] != "unchanged"), "outcomes": outcomes,
-            "truncated": sum(1 for i in infos if i["truncated"]),
-            "dropped_turns": sum(i["dropped_turns"] for i in infos),
-            "cut_short": sum(1 for i in infos if i["cut_short"]),
-            "feedback_differs": sum(1 for i in infos if i["feedback_differs"])}
+            "submissions_changed": len(changes), "now_passing": sum(c.now == PASSED for c in changes),
+            "no_longer_passing": sum(c.was == PASSED for c in changes),
+            "code_changed": sum(len(i.code_changed_turns) for i in infos),
+            "sessions_changed": sum(1 for i in infos if i.outcome != "unchanged"), "outcomes": outcomes,
+            "truncated": sum(1 for i in infos if i.truncated),
+            "dropped_turns": sum(i.dropped_turns for i in infos),
+            "cut_short": sum(1 for i in infos if i.cut_short),
+            "feedback_differs": sum(1 for i in infos if i.feedback_differs)}
 
 
 def rescore_lines(counts: dict) -> list[str]:

@@ -31,6 +31,7 @@ from capa_hf.evaluation.runner import TooManyErrors, build_engine, run_sessions,
 from capa_hf.evaluation.sources import source_for_split
 from capa_hf.paths import DEFAULT_DATASET_DIR
 from capa_hf.prompts import prompt_text
+from capa_hf.schema.record import SessionRecord
 from capa_hf.specs import llm_spec
 from capa_hf.simulator.cast import cast_episode
 from capa_hf.simulator.protocols import build_judge, judge_engine_role, judge_factory, judge_spec, user_factory
@@ -149,7 +150,7 @@ def run_eval(config: EvalConfig, out: Path, engine: Any = None, progress: bool =
                         overwrite=overwrite)
 
 
-def part_counts(config: EvalConfig, condition: Any, scored: list[dict], latest: list[dict]) -> dict:
+def part_counts(config: EvalConfig, condition: Any, scored: list[SessionRecord], latest: list[SessionRecord]) -> dict:
     """The counts the run's parts declare: the simulated user's (the LLM user's fallbacks per 100
     turns), the judge's (`summary_counts(scored, score)`, `score` giving ES, FT-ES and TTC of
     records: the veto's counts and reasons, scored with and without the vetoes), and the

@@ -35,6 +35,7 @@ from capa_hf.evaluation.provenance import stamp_end
 from capa_hf.evaluation.records import (RESULTS, append, complete, outcome_record, prepare_out, read_records,
                                         record_key, rewrite, store_contexts)
 from capa_hf.evaluation.summary_md import summary_markdown
+from capa_hf.schema.record import SessionRecord
 from capa_hf.simulator.scripted_user import reasoning_shares
 
 
@@ -76,9 +77,8 @@ def error_budget(config: EvalConfig, n_jobs: int) -> int:
     return config.max_errors if config.max_errors is not None else max(1, math.ceil(MAX_ERROR_SHARE * n_jobs))
 
 
-def error_text(rec: dict) -> str:
-    err = rec.get("error") or {}
-    text = str(err.get("error") if isinstance(err, dict) else err)
+def error_text(rec: SessionRecord) -> str:
+    text = rec.error_text()
     if text.startswith("Traceback"):   # an episode that raised: its last line says what happened
         lines = [line for line in text.strip().splitlines() if line.strip()]
         text = lines[-1] if lines else text
@@ -96,7 +96,7 @@ def run_sessions(out: Path, config: EvalConfig, targets: Sequence[Any],
                  make_episode: Callable[[Any, int, dict], Callable[[], Any]], *, run_info: dict,
                  engines: Mapping[str, Any], judge: Any, contexts: Callable[[Any], Mapping[str, dict]],
                  system_prompt: Callable[[dict], str] | None = None, progress: bool = True, difficulty: dict | None = None,
-                 summary_extra: Callable[[list[dict], list[dict]], dict] | None = None,
+                 summary_extra: Callable[[list[SessionRecord], list[SessionRecord]], dict] | None = None,
                  overwrite: bool = False) -> dict:
     """Run (or resume) `targets` (each with `session_id` and `facts`) for `config.samples` trials.
 
@@ -157,7 +157,7 @@ def play(out: Path, config: EvalConfig, targets: Sequence[Any],
                     facts["context_sha256"] = digests[systems[t.session_id]]
                 rec = outcome_record(facts, outcome, trial)
                 append(fh, rec)
-                if rec.get("incomplete"):
+                if rec.incomplete:
                     incomplete.append(rec)
                     if len(incomplete) > budget:
                         raise TooManyErrors(f"{len(incomplete)} sessions could not be finished by the engine "
@@ -182,12 +182,12 @@ def play(out: Path, config: EvalConfig, targets: Sequence[Any],
 
 def write_summary(out: Path, config: EvalConfig, wanted: set[str], stats, wall_s: float, resumed: int,
                   sandbox_info, difficulty: dict | None = None,
-                  summary_extra: Callable[[list[dict], list[dict]], dict] | None = None) -> dict:
+                  summary_extra: Callable[[list[SessionRecord], list[SessionRecord]], dict] | None = None) -> dict:
     latest = {k: r for k, r in read_records(out / RESULTS).items() if k in wanted}
-    scored = [r for r in latest.values() if not r.get("incomplete")]
-    broken = [r for r in latest.values() if r.get("incomplete")]
+    scored = [r for r in latest.values() if not r.incomplete]
+    broken = [r for r in latest.values() if r.incomplete]
     if difficulty:   # the labels annotate the records in memory: sessions.jsonl stays as played
-        scored = [{**r, "difficulty": difficulty["labels"].get(r["session_id"])} for r in scored]
+        scored = [r.model_copy(update={"difficulty": difficulty["labels"].get(r.session_id)}) for r in scored]
     summary = {"config": config.to_dict(), "n_sessions": len(scored), "n_incomplete": len(broken),
                "incomplete": [{"session": record_key(r), "error": error_text(r)[:300]} for r in broken],
                "wall_s": round(wall_s, 2), "resumed": resumed, "usage": stats.to_dict(), "sandbox": sandbox_info,

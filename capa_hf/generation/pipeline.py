@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,7 @@ from runners.engine import engine_label
 from runners.types import Sampling
 
 from capa_hf.content import Content, load_assistant_lines, load_content, load_stage1_phrases, load_user_lines
-from capa_hf.defaults import GREEDY, HISTORY_SIZE, MAX_ATTEMPTS, STAGE2_MAX_TOKENS, USER
+from capa_hf.defaults import GREEDY, HISTORY_SIZE, JUDGE, MAX_ATTEMPTS, STAGE2_MAX_TOKENS, USER
 from capa_hf.design import default_design
 from capa_hf.errors import CapaError
 from capa_hf.generation.empty_results import empty_kinds
@@ -36,9 +37,10 @@ from capa_hf.generation.stage3_llm import TraceToCheck, as_check, cell_config
 from capa_hf.humaneval import load_tasks
 from capa_hf.prompts import prompt_text
 from capa_hf.schema import Cell, GeneratorInfo, Session, Turn
+from capa_hf.schema.record import SessionRecord
 from capa_hf.simulator.brief import UserBrief
 from capa_hf.simulator.cast import cast_episode
-from capa_hf.simulator.judges import SandboxJudge
+from capa_hf.simulator.protocols import Judge, build_judge, judge_engine_role
 from capa_hf.simulator.problem import Problem
 from capa_hf.variants.catalog import VariantCatalog
 from capa_hf.variants.visible_examples import ExampleCheck, check_examples, load_keypoint_examples
@@ -179,9 +181,10 @@ def script_for(d: Draft, world: World, seed: int) -> ReferenceScript:
                             world.content.dimensions, world.assistant_lines, seed)
 
 
-def stage2(drafts: list[Draft], world: World, judge: SandboxJudge, seed: int, engine: Any = None, cache=None,
-           progress: bool = True) -> dict[str, dict]:
-    """Play every draft through the simulator; return episode results by session id."""
+def stage2(drafts: list[Draft], world: World, judge: Judge, seed: int, engine: Any = None, cache=None,
+           progress: bool = True) -> dict[str, SessionRecord]:
+    """Play every draft through the simulator; return episode records by session id (a session
+    the reference replayed after the engine left it unresolved carries the extra `fallback`)."""
     reference = ReferenceAssistant()
     for d in drafts:
         reference.add(d.realization.initial_request, script_for(d, world, seed))
@@ -195,23 +198,23 @@ def stage2(drafts: list[Draft], world: World, judge: SandboxJudge, seed: int, en
                                 progress=f"stage 2 ({tag})" if progress else False)
         res = {}
         for sid, oc in outcomes.items():
-            if oc.error or (oc.result or {}).get("incomplete"):
-                raise RuntimeError(f"stage 2 episode {sid} failed:\n{oc.error or oc.result['error']}")
+            if oc.error or oc.result.incomplete:
+                raise RuntimeError(f"stage 2 episode {sid} failed:\n{oc.error or oc.result.error_text()}")
             res[sid] = oc.result
         return res
 
     results = play(engine or reference, drafts, "assistant" if engine else "reference")
     if engine is not None:
-        unresolved = [d for d in drafts if not results[d.session_id]["solved"]]
+        unresolved = [d for d in drafts if not results[d.session_id].solved]
         if unresolved:
             again = play(reference, unresolved, "reference fallback")
             for sid, r in again.items():
-                r["fallback"] = True
+                r.add_extra("fallback", True)
                 results[sid] = r
     return results
 
 
-def stage3(d: Draft, result: dict, world: World, script: ReferenceScript | None = None) -> list:
+def stage3(d: Draft, result: SessionRecord, world: World, script: ReferenceScript | None = None) -> list:
     """The Stage 3 checks of one session; with the reference assistant's `script`, also whether
     each of its questions got the answer it asked for (check_answers)."""
     content = world.content
@@ -225,13 +228,13 @@ def stage3(d: Draft, result: dict, world: World, script: ReferenceScript | None 
         check_mechanisms(d.realization.hidden_items, d.cell, allow_single=d.plan.single_mechanism),
         check_leaks(req, d.realization.hidden_items, kps, dict(d.plan.values), visible),
         check_repeats(req),
-        check_resolved(bool(result["solved"])),
-        *([check_answers(result["turns"], script.asks)] if script is not None else []),
+        check_resolved(result.solved),
+        *([check_answers([t.to_dict() for t in result.turns], script.asks)] if script is not None else []),
         *([llm] if llm is not None else []),
     ]
 
 
-def to_session(d: Draft, result: dict, seed: int, assistant_name: str, realizer: str = "template") -> Session:
+def to_session(d: Draft, result: SessionRecord, seed: int, assistant_name: str, realizer: str = "template") -> Session:
     history = d.cell.split_of(d.plan.position) == "history"
     return Session(
         session_id=d.session_id, cell_id=d.cell.cell_id, position=d.plan.position,
@@ -240,20 +243,43 @@ def to_session(d: Draft, result: dict, seed: int, assistant_name: str, realizer:
         variant_id=d.problem.variant_id, entry_point=d.problem.entry_point,
         initial_request=d.realization.initial_request, hidden_items=d.realization.hidden_items,
         # held-out rows ship no trace: its last code is the answer key
-        turns=tuple(Turn(**t) for t in result["turns"]) if history else (),
-        resolved=bool(result["solved"]), assistant_turns=result["assistant_turns"],
+        turns=tuple(Turn(role=t.role, content=t.content) for t in result.turns) if history else (),
+        resolved=result.solved, assistant_turns=result.assistant_turns,
         generator=GeneratorInfo(pipeline_version=PIPELINE_VERSION, realizer=realizer_of(d.realization, realizer),
-                                assistant="reference" if result.get("fallback") else assistant_name,
+                                assistant="reference" if result.extra("fallback") else assistant_name,
                                 user=USER, seed=seed, attempt=d.attempt,
-                                fallback=bool(result.get("fallback"))),
+                                fallback=bool(result.extra("fallback"))),
     )
 
 
+@contextmanager
+def stage2_judge(spec: str):
+    """(judge, sandbox pool): Stage 2's judge, built from the judge registry by `spec`, and the
+    pool the visible examples run in (the judge's own when it has one). The build calls no model
+    but the assistant's, so a judge that asks one (the veto) is refused."""
+    role = judge_engine_role(spec)
+    if role:
+        raise CapaError(f"judge {spec!r} asks a model (role {role!r}); the dataset build judges without one")
+    judge = build_judge(spec)
+    try:
+        pool = getattr(judge, "pool", None)
+        if pool is not None:
+            yield judge, pool
+        else:
+            from sandbox import SandboxPool
+
+            with SandboxPool() as own:
+                yield judge, own
+    finally:
+        judge.close()
+
+
 def generate(seed: int = 0, realizer: Realizer | None = None, engine: Any = None, cache=None,
-             progress: bool = True, cells: list[Cell] | None = None,
-             content: Content | None = None, consistency=None) -> tuple[list[Cell], list[Session], BuildStats, dict]:
-    """Returns the cells, the 600 sessions, the Stage 3 counts and the Stage 2 results by session.
-    `consistency` (stage3_llm.LLMConsistency) adds the LLM consistency check after the others."""
+             progress: bool = True, cells: list[Cell] | None = None, content: Content | None = None,
+             consistency=None, judge: str = JUDGE) -> tuple[list[Cell], list[Session], BuildStats, dict]:
+    """Returns the cells, the 600 sessions, the Stage 3 counts and the Stage 2 records by session.
+    `consistency` (stage3_llm.LLMConsistency) adds the LLM consistency check after the others;
+    `judge` is the judge's spec in the judge registry (the sandbox by default)."""
     world = World.load(content)
     cells = cells if cells is not None else default_design(seed)
     realizer = realizer or TemplateRealizer()
@@ -261,13 +287,13 @@ def generate(seed: int = 0, realizer: Realizer | None = None, engine: Any = None
     stats = BuildStats(realizer=realizer.name, consistency_by=consistency.name if consistency else None)
     checked: dict[str, dict] = {}         # cell id -> position -> TraceToCheck of accepted sessions
     accepted: dict[str, Session] = {}
-    traces: dict[str, dict] = {}
+    traces: dict[str, SessionRecord] = {}
     by_id = {session_id(c, p): c for c in cells for p in range(1, len(c.task_ids) + 1)}
     pending = list(by_id)
     assistant_name = "reference" if engine is None else engine_label(engine)
     stuck: list[str] = []
-    with SandboxJudge() as judge:
-        examples = visible_example_check(world, judge.pool, {t for c in cells for t in c.task_ids})
+    with stage2_judge(judge) as (stage2_judging, pool):
+        examples = visible_example_check(world, pool, {t for c in cells for t in c.task_ids})
         plans = plan_cells(cells, world, seed, examples)
         stats.refused_by_examples = sum(len(p.refused) for p in plans.values() if p.position > HISTORY_SIZE)
         for attempt in range(MAX_ATTEMPTS):
@@ -275,7 +301,7 @@ def generate(seed: int = 0, realizer: Realizer | None = None, engine: Any = None
                 break
             drafts = stage1_all([(by_id[sid], plans[sid], slots[sid]) for sid in pending], world, realizer, seed,
                                 attempt)
-            results = stage2(drafts, world, judge, seed, engine=engine, cache=cache, progress=progress)
+            results = stage2(drafts, world, stage2_judging, seed, engine=engine, cache=cache, progress=progress)
             failures = {d.session_id: [r for r in stage3(d, results[d.session_id], world,
                                                          _script_if_reference(d, results, engine, world, seed))
                                        if not r.ok] for d in drafts}
@@ -296,7 +322,7 @@ def generate(seed: int = 0, realizer: Realizer | None = None, engine: Any = None
                                  "; ".join(f"{r.name}: {r.detail}" for r in failed))
                     continue
                 stats.attempts[attempt] += 1
-                stats.fallbacks += bool(res.get("fallback"))
+                stats.fallbacks += bool(res.extra("fallback"))
                 stats.single_mechanism += d.plan.single_mechanism
                 stats.realizer_fallbacks += realizer_of(d.realization, "") == FALLBACK
                 accepted[d.session_id] = to_session(d, res, seed, assistant_name, realizer.name)
@@ -326,16 +352,16 @@ def visible_example_check(world: World, pool, task_ids: set[str]) -> ExampleChec
     return check
 
 
-def _to_check(d: Draft, result: dict, world: World) -> TraceToCheck:
+def _to_check(d: Draft, result: SessionRecord, world: World) -> TraceToCheck:
     content = world.content
     config = cell_config(d.cell, content.personas[d.cell.persona_id], content.mechanisms, dict(d.plan.values),
                          {k: v.name for k, v in content.dimensions.items()})
-    return TraceToCheck(d.session_id, d.cell.cell_id, d.plan.position, config, tuple(result["turns"]))
+    return TraceToCheck(d.session_id, d.cell.cell_id, d.plan.position, config, tuple(t.to_dict() for t in result.turns))
 
 
 def _script_if_reference(d: Draft, results: dict, engine, world: World, seed: int) -> ReferenceScript | None:
     """The reference assistant's script where it played the session (no engine, or a fallback)."""
-    played_by_reference = engine is None or results[d.session_id].get("fallback")
+    played_by_reference = engine is None or results[d.session_id].extra("fallback")
     return script_for(d, world, seed) if played_by_reference else None
 
 
@@ -347,7 +373,7 @@ def _consistency(drafts: list[Draft], results: dict, failures: dict, world: Worl
     verdicts = checker.check([_to_check(d, results[d.session_id], world) for d in todo], checked, attempt)
     for d in todo:
         v = verdicts[d.session_id]
-        results[d.session_id]["consistency"] = {k: v[k] for k in ("consistent", "reason", "valid", "previous")}
+        results[d.session_id].add_extra("consistency", {k: v[k] for k in ("consistent", "reason", "valid", "previous")})
         stats.consistency["checked"] += 1
         stats.consistency["invalid" if v["consistent"] is None else
                           "consistent" if v["consistent"] else "inconsistent"] += 1

@@ -4,6 +4,8 @@
 user or judge, for those roles) and receives `ChatResult`s; the lock-step driver batches those
 calls across hundreds of live episodes. The episode never sees batching.
 
+The loop works on plain dicts (the messages the engine gets, the verdicts the user reads); the
+episode returns one typed `SessionRecord` (capa_hf/schema/record.py), validated once at its end.
 An engine error is never a scored turn: the episode stops and returns an *incomplete* record
 with the error, which the run leaves out of the metrics and retries on a rerun.
 """
@@ -14,10 +16,12 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Generator
 
+from pydantic import ValidationError
 from runners.driver import Call
 from runners.types import Sampling, derive_seed
 
 from capa_hf.defaults import MAX_TURNS
+from capa_hf.schema.record import SessionRecord
 from capa_hf.simulator.extraction import extract_submission
 from capa_hf.simulator.problem import Problem
 from capa_hf.simulator.protocols import Judge, SimulatedUser
@@ -44,10 +48,10 @@ def turn_seed(base: int | None, session_id: str, trial: int, turn: int) -> int |
 
 
 def _usage(result) -> dict:
-    return {"prompt_tokens": getattr(result, "prompt_tokens", 0),
-            "completion_tokens": getattr(result, "completion_tokens", 0),
-            "cached_tokens": getattr(result, "cached_tokens", 0),
-            "latency_s": round(getattr(result, "latency_s", 0.0), 4),
+    return {"prompt_tokens": getattr(result, "prompt_tokens", 0) or 0,
+            "completion_tokens": getattr(result, "completion_tokens", 0) or 0,
+            "cached_tokens": getattr(result, "cached_tokens", 0) or 0,
+            "latency_s": round(getattr(result, "latency_s", 0.0) or 0.0, 4),
             "finish_reason": getattr(result, "finish_reason", "stop"),
             "from_cache": bool(getattr(result, "cached", False))}
 
@@ -65,12 +69,12 @@ def _call(setup: EpisodeSetup, messages: list[dict], turn: int) -> Call:
     return Call(role=setup.assistant_role, messages=messages, sampling=sampling, affinity=setup.affinity)
 
 
-def session_episode(setup: EpisodeSetup, user: SimulatedUser, judge: Judge) -> Generator[Call, Any, dict]:
+def session_episode(setup: EpisodeSetup, user: SimulatedUser, judge: Judge) -> Generator[Call, Any, SessionRecord]:
     """Run one session to its first passing submission or to `max_turns` assistant turns.
 
-    Returns a plain dict: the public transcript, every submission with its verdict, the turn of
-    first success (None if unsolved), per-turn token usage and timings; or, when the engine
-    failed, the same with `incomplete: True` and the `error`.
+    Returns its `SessionRecord`: the public transcript, every submission with its verdict, the
+    turn of first success (None if unsolved), per-turn token usage and timings; or, when the
+    engine failed, the same with `incomplete` set and the `error`.
     """
     t0 = time.perf_counter()
     head = [{"role": "system", "content": setup.system_prompt}]
@@ -95,7 +99,7 @@ def session_episode(setup: EpisodeSetup, user: SimulatedUser, judge: Judge) -> G
             judge_s += time.perf_counter() - tj
             submissions.append({"turn": turn, **submission.to_dict(), "verdict": verdict})
             turn_kinds.append("submission")
-            if verdict.get("status") == "passed":
+            if verdict.get("status") == "passed":    # a judge's verdict is a dict (protocols.Judge)
                 success_turn = turn
                 break
         else:
@@ -121,4 +125,9 @@ def session_episode(setup: EpisodeSetup, user: SimulatedUser, judge: Judge) -> G
     }
     if error is not None:
         record.update({"incomplete": True, "error": error, "solved": False, "success_turn": None})
-    return record
+    try:
+        return SessionRecord.from_dict(record)
+    except ValidationError as exc:     # a plug-in judge's verdict without a status, say: say which field
+        err = exc.errors()[0]
+        raise ValueError(f"session {setup.session_id}: no valid record (judge {getattr(judge, 'name', '?')!r}, "
+                         f"user {getattr(user, 'name', '?')!r}): {'.'.join(map(str, err['loc']))}: {err['msg']}") from None

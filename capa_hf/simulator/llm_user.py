@@ -25,6 +25,7 @@ from runners.types import Sampling, derive_seed
 from capa_hf.defaults import EXPRESSION_MAX_TOKENS, GREEDY, PLANNER_MAX_TOKENS
 from capa_hf.llm_json import ask_json, check_result
 from capa_hf.prompts import fill
+from capa_hf.schema.record import SessionRecord
 from capa_hf.simulator.brief import UserBrief
 from capa_hf.simulator.expression import clean_message, convey_text, expression_messages, instruction_texts
 from capa_hf.simulator.fidelity import MAX_WORDS, Check, echo_grams, failed, message_checks
@@ -128,13 +129,13 @@ def make_llm_user(brief: UserBrief, **options) -> LLMUser:
     return LLMUser(brief, **options)
 
 
-def fallback_counts(records: Iterable[dict]) -> dict:
+def fallback_counts(records: Iterable[SessionRecord]) -> dict:
     """Planner and expression fallbacks over the LLM user turns of some session records, and
     per 100 user turns. Records without an LLM user log count no turns."""
     turns = planner = expression = retried = regenerated = 0
     failed_checks: dict[str, int] = {}
     for rec in records:
-        for entry in rec.get("user_log") or ():
+        for entry in rec.user_log:
             if "planner" not in entry:
                 continue
             turns += 1

@@ -90,3 +90,15 @@ def build_judge(spec: str, seed: int | None = 0) -> Judge:
     if judge_engine_role(inner):
         raise CapaError(f"judge {spec!r}: the judge {kind!r} wraps must not ask a model of its own")
     return factory(build_judge(inner, seed=seed), **options)
+
+
+def verdict_without_model(judge: Judge, submission: Submission, problem: Problem, caller: str) -> dict:
+    """The verdict of a judge that needs no model, got outside the lock-step driver (rescoring,
+    the fidelity checks, the dataset build); a judge that asks a model is refused, naming `caller`."""
+    gen = judge.judge(submission, problem)
+    try:
+        next(gen)
+    except StopIteration as stop:
+        return stop.value
+    gen.close()
+    raise CapaError(f"judge {getattr(judge, 'name', judge)!r} asks a model for its verdict; {caller} never calls one")

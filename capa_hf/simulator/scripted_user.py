@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Generator, Mapping, Sequence
+from typing import Generator, Iterable, Mapping, Sequence
 
+from capa_hf.schema.record import SessionRecord
 from capa_hf.simulator.planner import Plan, PlannerItem, plan_next
 from capa_hf.simulator.question_match import Vocabulary
 from capa_hf.simulator.reply_lines import end_sentence, fill_error, join_answers, made_move, slot_role
@@ -164,7 +165,7 @@ class ScriptedUser:
         return message
 
 
-def reasoning_shares(records) -> dict:
+def reasoning_shares(records: Iterable[SessionRecord]) -> dict:
     """How the scripted user chose what it said, over the user turns of some session records:
     counts and shares of each basis (question match, failure tie, failing check, priority
     fallback, nothing left), and among the turns that answered a question without a failure,
@@ -174,7 +175,7 @@ def reasoning_shares(records) -> dict:
     counts = {b: 0 for b in BASES}
     asked = 0
     for rec in records:
-        for entry in rec.get("user_log") or ():
+        for entry in rec.user_log:
             basis = entry.get("basis")
             if basis in counts:
                 counts[basis] += 1

@@ -23,6 +23,7 @@ from runners.types import Sampling, derive_seed
 from capa_hf.defaults import GREEDY, VETO_MAX_TOKENS
 from capa_hf.llm_json import ask_json, reason_of, strict_bool
 from capa_hf.prompts import fill, prompt_text
+from capa_hf.schema.record import SessionRecord
 from capa_hf.simulator.extraction import Submission
 from capa_hf.simulator.problem import Problem
 from capa_hf.simulator.protocols import Judge, register_judge
@@ -76,7 +77,7 @@ def make_veto_judge(inner: Judge, *, role: str = "veto", seed: int | None = 0) -
     return VetoJudge(inner, role=role, seed=seed, name=f"{getattr(inner, 'name', 'judge')}+veto")
 
 
-def veto_summary(records: list[dict], score: Callable[[list[dict]], dict]) -> dict:
+def veto_summary(records: list[SessionRecord], score: Callable[[list[SessionRecord]], dict]) -> dict:
     """The summary's `veto` block: the veto's counts and reasons, and `score` (ES, FT-ES, TTC) of
     the records as scored (vetoes count as fails) and as they would be without the vetoes."""
     return {"veto": {**veto_counts(records), "with_vetoes": score(records),
@@ -88,29 +89,29 @@ make_veto_judge.engine_role = "veto"    # its own engine (--judge-model), batche
 make_veto_judge.summary_counts = veto_summary
 
 
-def without_vetoes(records: Iterable[dict]) -> list[dict]:
+def without_vetoes(records: Iterable[SessionRecord]) -> list[SessionRecord]:
     """The records as they would be scored if no pass had been vetoed: a vetoed submission
     counts as the pass the sandbox gave it (the session would have ended there)."""
     out = []
     for rec in records:
-        subs = [{**s, "verdict": {**s["verdict"], "status": "passed"}} if s.get("verdict", {}).get("status") == VETOED
-                else s for s in rec.get("submissions", [])]
-        out.append({**rec, "submissions": subs})
+        subs = [s.model_copy(update={"verdict": s.verdict.model_copy(update={"status": "passed"})})
+                if s.verdict.status == VETOED else s for s in rec.submissions]
+        out.append(rec.model_copy(update={"submissions": subs}))
     return out
 
 
-def veto_counts(records: Iterable[dict]) -> dict:
+def veto_counts(records: Iterable[SessionRecord]) -> dict:
     """How many passes the veto assessed, vetoed, and could not assess; the vetoes' reasons."""
     assessed = vetoed = invalid = 0
     reasons = []
     for rec in records:
-        for s in rec.get("submissions", []):
-            v = s.get("verdict", {}).get("veto")
-            if not v:
+        for s in rec.submissions:
+            v = s.verdict.veto
+            if v is None:
                 continue
             assessed += 1
-            invalid += not v.get("valid", True)
-            if v.get("vetoed"):
+            invalid += not v.valid
+            if v.vetoed:
                 vetoed += 1
-                reasons.append({"session": rec.get("session_id"), "turn": s.get("turn"), "reason": v.get("reason", "")})
+                reasons.append({"session": rec.session_id, "turn": s.turn, "reason": v.reason})
     return {"passes_assessed": assessed, "vetoed": vetoed, "invalid_answers": invalid, "vetoes": reasons}

@@ -76,8 +76,8 @@ def collect(paths: list[str | Path], dataset: str | None = None, revision: str |
                          "its system prompt and history are not shown")
         contexts.update(run_contexts)
         out_runs.append({"index": i, "name": name, **run_summary(run)})
-        for rec in sorted(run.records, key=lambda r: (r.get("session_id", ""), r.get("trial", 0))):
-            sessions.append(session_view(rec, i, items.get(rec.get("session_id"), [])))
+        for rec in sorted(run.records, key=lambda r: (r.session_id, r.trial)):
+            sessions.append(session_view(rec, i, items.get(rec.session_id, [])))
     used = {s["context"] for s in sessions if s["context"]}
     return {"runs": out_runs, "sessions": sessions,
             "contexts": {k: v for k, v in contexts.items() if k in used}, "notes": notes}

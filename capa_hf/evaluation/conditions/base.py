@@ -40,7 +40,8 @@ class Condition(Protocol):
     other is refused), `order` (where tables list it), `family` (the report table it is compared in: main, identity,
     memory) with its `baseline` (the condition its paired deltas are against) and `paired_with` (a
     condition it also gets a delta-only row against), and `summary_counts(records)` (what it adds
-    to summary.json as condition_stats)."""
+    to summary.json as condition_stats, from `SessionRecord`s: a field the condition adds to its
+    contexts, such as the gate's `gate`, is read with `rec.extra("gate")`)."""
 
     name: str
 

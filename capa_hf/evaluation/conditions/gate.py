@@ -35,6 +35,7 @@ from capa_hf.evaluation.conditions.base import ConditionEnv, register, render_di
 from capa_hf.evaluation.conditions.history import by_cell, own_history
 from capa_hf.prompts import fill, prompt_text
 from capa_hf.schema import Session
+from capa_hf.schema.record import SessionRecord
 
 ROLE = "gate"
 VERDICTS = "gate.jsonl"
@@ -114,10 +115,11 @@ def load_verdicts(path: Path | None) -> dict[str, dict]:
     return out
 
 
-def gate_counts(records: Sequence[dict]) -> dict:
-    """summary.json's `condition_stats` of a gate run: the gate's verdicts per session."""
+def gate_counts(records: Sequence[SessionRecord]) -> dict:
+    """summary.json's `condition_stats` of a gate run: the gate's verdicts per session (each
+    record's `gate`, a field of this condition's own)."""
     out: dict = {}
-    gated = [r["gate"] for r in records if isinstance(r.get("gate"), dict)]
+    gated = [g for r in records if isinstance(g := r.extra("gate"), dict)]
     if gated:
         n = len(gated)
         suff = sum(1 for g in gated if g.get("sufficient") and not g.get("fallback"))

@@ -20,6 +20,7 @@ from capa_hf.evaluation.conditions.history import by_cell, own_history
 from capa_hf.memory.digest import SCOPES, DigestCache, context_entry, fingerprint
 from capa_hf.memory.endpoint import DEFAULT_MEMORY_LLM, Endpoint, memory_endpoint
 from capa_hf.schema import Session
+from capa_hf.schema.record import SessionRecord
 
 
 def query_sessions(cell_id: str, data: LoadedDataset, targets: Sequence[Session]) -> list[Session]:
@@ -30,21 +31,22 @@ def query_sessions(cell_id: str, data: LoadedDataset, targets: Sequence[Session]
     return sorted(pool.values(), key=lambda s: (s.position, s.session_id))
 
 
-def memory_counts(records: Sequence[dict]) -> dict:
-    """summary.json's `condition_stats` of a memory run: the memory system's counts, once per cell."""
+def memory_counts(records: Sequence[SessionRecord]) -> dict:
+    """summary.json's `condition_stats` of a memory run: the memory system's counts, once per cell
+    (each record's `memory`, a field of the memory conditions' own)."""
     out: dict = {}
     cells: dict = {}
     for r in records:
-        mem = r.get("memory")
+        mem = r.extra("memory")
         if isinstance(mem, dict):
-            cells.setdefault(r.get("cell_id"), (mem, r))
+            cells.setdefault(r.cell_id, (mem, r))
     if cells:
         totals: dict = {}
         for mem, _ in cells.values():
             for k, v in (mem.get("cell_counts") or {}).items():
                 if isinstance(v, (int, float)):
                     totals[k] = totals.get(k, 0) + v
-        empty_contexts = sum(1 for r in records if isinstance(r.get("memory"), dict) and not r.get("context_chars"))
+        empty_contexts = sum(1 for r in records if isinstance(r.extra("memory"), dict) and not r.context_chars)
         first = next(iter(cells.values()))[0]
         out["memory"] = {"system": first.get("system"), "llm": first.get("llm"), "cells": len(cells),
                          "empty_cells": sum(1 for m, _ in cells.values() if not (m.get("cell_counts") or {}).get("memories",
