@@ -72,7 +72,22 @@ def _manifest(src: str, local: bool, revision: str | None) -> tuple[str | None, 
 
 
 def load_capa(source: str | Path | None = None, revision: str | None = None) -> LoadedDataset:
-    """Load sessions, tasks, variants, personas and cells with `datasets` (offline for local folders)."""
+    """Load sessions, tasks, variants, personas and cells with `datasets` (offline for local folders).
+
+    `datasets`' own progress bars stay off while it reads (a first read of a folder would print
+    seven of them; CAPA's commands say what they load)."""
+    import datasets
+
+    was_on = not datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    try:
+        return _load(source, revision)
+    finally:
+        if was_on:
+            datasets.enable_progress_bars()
+
+
+def _load(source: str | Path | None, revision: str | None) -> LoadedDataset:
     from datasets import load_dataset
 
     src = str(source or DEFAULT_DATASET_DIR)
