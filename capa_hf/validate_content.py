@@ -10,6 +10,7 @@ from capa_hf.errors import CapaError
 from capa_hf.humaneval import load_tasks
 from capa_hf.schema import CATEGORIES
 from capa_hf.text_literals import repeated_literals
+from capa_hf.variants.visible_settles import check_settles
 
 LEXICON_ENTITIES = (
     "list", "array", "sequence", "dictionary", "string", "character", "word", "sentence", "integer",
@@ -195,6 +196,7 @@ def validate(strict: bool = True, sandbox: bool = True, tasks: list[str] | None 
         report.errors.append(str(exc))
         return report
     check_tasks(content, report, strict)
+    report.errors += check_settles(content.tasks, content.variants)
     check_personas(content, report)
     check_user_data(content, report)
     if sandbox:

@@ -156,19 +156,34 @@ def names_container(items: list[PlannedItem], stated: list[tuple[str, str]]) -> 
         i.dimension == "container" and i.mechanism.operation != "remove" for i in items)
 
 
+def settlers(source: VariantSource | None, target: str) -> frozenset:
+    """The visible sources ("gist" or keypoint ids) whose line settles `target`, a keypoint or a
+    dimension, by the curated `settles` tags of the task's variants file."""
+    if source is None:
+        return frozenset()
+    return frozenset(s for s, targets in source.settles.items() if target in targets)
+
+
 def session_refuters(content: TaskContent, source: VariantSource | None, values: Mapping[str, str],
                      examples, items: list[PlannedItem], stated: list[tuple[str, str]]) -> Refuters:
     """What refutes each hideable keypoint's misreading in this session: the visible sources whose
-    stated examples it fails (`examples`: a visible_examples.ExampleCheck, or None), and for a
-    `data_type` keypoint the container sentence when the request has one ("gist" stands for it:
-    it cannot be hidden)."""
+    stated examples it fails (`examples`: a visible_examples.ExampleCheck, or None), the sources
+    whose line settles it (`settles` tags), and for a `data_type` keypoint the container sentence
+    when the request has one ("gist" stands for it: it cannot be hidden)."""
     typed = names_container(items, stated)
     cats = {k.id: k.category for k in content.keypoints}
 
     def refuters(kp: str) -> frozenset:
         out = examples.refused_by(content.task_id, values, kp) if examples is not None else frozenset()
+        out = out | settlers(source, kp)
         return out | {"gist"} if typed and cats.get(kp) == "data_type" else out
     return refuters
+
+
+def settled_in_sight(source: VariantSource | None, dim: str, unseen: frozenset) -> bool:
+    """Whether a line the request will show settles `dim` (a `settles` tag whose source is the gist or
+    a keypoint with a visible line); such a dimension is stated plainly rather than hidden."""
+    return any(s == "gist" or s not in unseen for s in settlers(source, dim))
 
 
 def neutral_unknowable(position: int, dim: str, value: str, kind: str | None, memory: CellMemory) -> bool:
@@ -194,11 +209,15 @@ def plan_session(cell: Cell, position: int, content: TaskContent, source: Varian
     kps = {k.id: k for k in content.keypoints}
     items: list[PlannedItem] = []
     stated: list[tuple[str, str]] = []
+    neutral_lines = source.neutral_plain if source else {}
+    unseen = frozenset(k for k in conv_kp.values() if k not in neutral_lines)
     for d in dims:
         shown = memory.shown(d)
         hide = (role in ("learn", "reuse") or bool(shown) or (role == "mixed" and rng.random() < HIDE_UNSHOWN))
         if (role == "convention_only" and not shown) or neutral_unknowable(position, d, cell.profile[d],
                                                                             empty_kind, memory):
+            hide = False
+        if settled_in_sight(source, d, unseen):
             hide = False
         if not hide:
             stated.append((d, cell.profile[d]))
@@ -210,8 +229,6 @@ def plan_session(cell: Cell, position: int, content: TaskContent, source: Varian
     if role in ("learn", "mixed"):
         free = hideable_keypoints(content, source)
         refuters = session_refuters(content, source, dict(values), examples, items, stated)
-        neutral_lines = source.neutral_plain if source else {}
-        unseen = frozenset(k for k in conv_kp.values() if k not in neutral_lines)
         taken = task_items(cell, role, items, free, mechanisms, rng, refuters, unseen)
         hidden = unseen | {i.keypoint.id for i in taken}
         refused = tuple(k.id for k in free if k.id not in hidden and not refuters(k.id) <= hidden)

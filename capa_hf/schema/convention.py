@@ -9,6 +9,7 @@ constants; a *variant* is the task under one combination of values.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -97,6 +98,10 @@ class VariantSource(Record):
     asks: dict[str, str] = Field(default_factory=dict, description="Keypoint id -> a second phrasing of its question.")
     not_hideable: dict[str, str] = Field(
         default_factory=dict, description="Keypoint id -> why it cannot be a hidden task item.")
+    settles: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict, description="A visible source ('gist' or a keypoint id, whose visible line is "
+                                          "meant) -> the keypoints and dimensions that line settles for a reader; "
+                                          "Stage 1 hides none of them while the source is in sight.")
     humaneval_test: bool = Field(
         default=False, description="Judge by HumanEval's own test instead of regenerated ones: for a task "
                                    "that exercises no dimension and whose test is a property check (HumanEval/32).")
@@ -108,6 +113,13 @@ class VariantSource(Record):
                 raise ValueError(f"convention_keypoints.{kp} names {dim!r}, which is not in dimensions")
         if self.humaneval_test and self.dimensions:
             raise ValueError("humaneval_test is only for a task that exercises no dimension")
+        for src, targets in self.settles.items():
+            if src != "gist" and not re.fullmatch(r"kp_\d{2}", src):
+                raise ValueError(f"settles.{src}: a source is 'gist' or a keypoint id")
+            odd = [t for t in targets if t not in self.dimensions and not re.fullmatch(r"kp_\d{2}", t)]
+            if odd or src in targets:
+                raise ValueError(f"settles.{src}: {odd or [src]} is neither another keypoint id nor one of "
+                                 f"this task's dimensions")
         both = set(self.convention_keypoints) & set(self.misreadings)
         if both:
             raise ValueError(f"keypoints {sorted(both)} are convention keypoints and cannot have misreadings")
