@@ -39,6 +39,8 @@ def test_the_reviewers_slips_are_caught():
     assert "flagged initial initials" in swap_slips("Count the usual flagged initial initials.", clinical)
     design = Mapping("design_system", {"character": ("glyph", "glyphs"), "letter": ("alphabetic glyph", "alphabetic glyphs")})
     assert any("inside" in s for s in swap_slips("a glyph", design))
+    logistics_sum = Mapping("logistics_depot", {"sum": ("consolidated total", "consolidated totals")})
+    assert swap_slips("comparing its digit consolidated total with 0", logistics_sum)
     many = mapping_for(lex["wet_lab"], lambda e, n: 0)
     assert len(many.nouns) > MAX_SWAPS and swap_slips("", many)
     m = Mapping("legacy_ledger", {"number": ("figure", "figures")})
@@ -105,3 +107,17 @@ def test_a_persona_kit_uses_only_its_own_words():
         kit = yaml.safe_dump(persona.voice.model_dump())
         assert not foreign_words(kit, pid), (pid, foreign_words(kit, pid))
     assert (DATA_DIR / "persona_voice.yaml").exists()
+
+
+def test_the_goal_comes_before_the_details_it_sums_up(sessions):
+    n = 0
+    for _, ctx, mapping, r in sessions:
+        req = r.initial_request.lower()
+        gist = mapping.swap(ctx.content.gist)[0].strip().rstrip(".")
+        at = req.find(gist[1:30].lower())
+        assert at >= 0, (ctx.session_id, gist)
+        for h in r.hidden_items:
+            if h.obscured_as and h.obscured_as[1:20].lower() in req:
+                n += 1
+                assert at < req.find(h.obscured_as[1:20].lower()), (ctx.session_id, r.initial_request)
+    assert n > 300

@@ -3,7 +3,8 @@
 Each function returns the offending words (empty when the text is clean), so a test or a build
 report can quote them:
 - `swap_slips`: a domain-cognitive swap that breaks the text: a field noun that runs into another
-  field noun ("flagged initial initials"), two field nouns of one request where one contains the
+  field noun ("flagged initial initials") or follows a CS noun it was compounded with ("digit
+  consolidated total"), two field nouns of one request where one contains the
   other ("glyph" and "alphabetic glyph", whose glosses then disagree), more than `MAX_SWAPS`
   field nouns, or a field noun that does not name the same thing as its entity (`same_meaning`);
 - `gloss_slips`: a field noun glossed more than once in a session, or glossed but never used;
@@ -18,7 +19,7 @@ from __future__ import annotations
 import re
 
 from capa_hf.generation.persona_voice import persona_voice
-from capa_hf.generation.stage1_lexicon import MAX_SWAPS, TYPE_WORDS, Mapping, same_meaning
+from capa_hf.generation.stage1_lexicon import MAX_SWAPS, SWAPPABLE, TYPE_WORDS, Mapping, same_meaning
 
 TEMPLATE_SLIPS = (
     re.compile(r"\b(?:sort|order|rank) the sorted\b", re.IGNORECASE),
@@ -52,6 +53,8 @@ def swap_slips(text: str, mapping: Mapping) -> list[str]:
         return out
     any_noun = "|".join(re.escape(n) for n in nouns)
     out += [m.group(0) for m in re.finditer(rf"\b(?:{any_noun})\s+(?:{any_noun})\b", text, re.IGNORECASE)]
+    entity_word = "|".join(sorted({w for e in TYPE_WORDS + SWAPPABLE for w in (e, e + "s")}, key=len, reverse=True))
+    out += [m.group(0) for m in re.finditer(rf"\b(?:{entity_word})\s+(?:{any_noun})\b", text, re.IGNORECASE)]
     for a in nouns:
         for b in nouns:
             if a != b and re.search(rf"\b{re.escape(a)}\b", b, re.IGNORECASE):

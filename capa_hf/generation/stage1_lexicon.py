@@ -7,7 +7,8 @@ A request swaps at most `MAX_SWAPS` entities (`Mapping.only`), each glossed once
   function returns keeps saying it ("returns the words as strings", not "... as waybills");
 - idioms and fixed phrases (capa_hf/data/lexicon_keep.yaml: "in a row", "at a time", ...);
 - literals: anything quoted or in backticks;
-- a word joined to another by a hyphen ("letter-grade", "two-digit").
+- a word joined to another by a hyphen ("letter-grade", "two-digit"), or next to another entity
+  word in a noun compound ("digit sum").
 `fix_articles` then makes every article agree with the noun that follows it."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ SWAPPABLE = (
     "duplicate", "vowel", "letter",
 )
 MAX_SWAPS = 2             # entities one request may swap
+_ENTITY_WORDS = frozenset(w for e in TYPE_WORDS + SWAPPABLE for w in (e, e + "s"))
 _LITERAL = re.compile(r"(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"|`[^`\n]*`")
 
 
@@ -113,6 +115,10 @@ class Mapping:
                 return word
             if text[match.end():match.end() + 1] == "-" or text[max(match.start() - 1, 0):match.start()] == "-":
                 return word  # part of a compound ("letter-grade", "two-digit")
+            before_w = [w.split("-")[-1] for w in text[: match.start()].split()[-1:]]
+            after_w = [w.split("-")[0] for w in text[match.end():].split()[:1]]
+            if any(w.strip(".,;:()").lower() in _ENTITY_WORDS for w in before_w + after_w):
+                return word  # a noun compound of two entities ("digit sum", "number string") stays whole
             low = word.lower()
             before = text[: match.start()].rstrip()
             if not before or before[-1] in ".!?:;":

@@ -7,7 +7,8 @@ discipline lexicons, phrase families) with seeded choices:
   so the same greeting does not open request after request;
 - each mechanism keeps a small cell-specific set of phrasings per category or dimension (the
   user's recognizable way of saying it) and picks among them per session;
-- the body's layout varies (prose, a short list, the goal last), and no sentence repeats;
+- the body's layout varies (prose or a short list), always with the goal before the details it
+  sums up, and no sentence repeats;
 - articles agree with the noun that follows, also after a lexicon swap.
 An LLM realizer (`capa build --realizer llm:SPEC`) implements the same `realize` and passes the
 same Stage 3 checks.
@@ -29,7 +30,6 @@ from capa_hf.seeding import pick, pick_index, rng_for
 
 STYLE_SUBSET = 3          # phrasings a user keeps per (mechanism, category or dimension)
 LIST_LAYOUT = 0.25
-GOAL_LAST = 0.2
 GIST_FRAMES = ("{Gist}", "I need a function to {gist}", "Could you write something to {gist}?",
                "The job: {gist}", "What I'm after is a function to {gist}", "The task, in short: {gist}")
 
@@ -286,7 +286,9 @@ class TemplateRealizer:
         key = (ctx.seed, ctx.session_id, ctx.attempt)
         rng = rng_for(*key, "layout")
         opener, closer = dealt(voice.openers, ctx, "opener"), dealt(voice.closers, ctx, "closer")
-        frame = pick(GIST_FRAMES, *key, "gist-frame")
+        # an opener that already asks for a function is not followed by "I need a function to ..."
+        frames = [f for f in GIST_FRAMES if not ("function" in f and re.search(r"\bfunction\b", opener, re.I))]
+        frame = pick(frames, *key, "gist-frame")
         g = gist.strip().rstrip(".")
         goal = sentence(frame.format(Gist=first_upper(g) + ".", gist=g[:1].lower() + g[1:]))
         details = _unique(details)
@@ -313,8 +315,6 @@ class TemplateRealizer:
         elif details and rng.random() < LIST_LAYOUT:
             bullets = "\n".join(f"- {s}" for s in details)
             text = f"{sentence(opener)} {goal}\n{bullets}\n" + " ".join([*tail, sentence(closer)])
-        elif rng.random() < GOAL_LAST:
-            text = " ".join([sentence(opener), *details, goal, *tail, sentence(closer)])
         else:
             text = " ".join([sentence(opener), goal, *details, *tail, sentence(closer)])
         if pasted:
