@@ -223,10 +223,10 @@ class TemplateRealizer:
     def swapped_entities(self, ctx: RequestContext, mapping: Mapping) -> list[str]:
         """The few entities this request names by field nouns, at most MAX_SWAPS: first those the
         lexicon items' own lines use, so a swap lands where the hidden point is, then those of the
-        gist and the visible lines, in order."""
+        gist (the task as the user thinks of it), in order."""
         bare = mapping.only(())
         texts = [self.obscure(ctx, item, bare)[0] for item in ctx.plan.items if item.mechanism.operation == "lexicon"]
-        texts += [ctx.content.gist] + [line for _, line in ctx.plan.visible]
+        texts.append(ctx.content.gist)
         found: list[str] = []
         for text in texts:
             found += [e for e in mapping.entities_in(text) if e not in found]
