@@ -121,3 +121,16 @@ def test_the_goal_comes_before_the_details_it_sums_up(sessions):
                 n += 1
                 assert at < req.find(h.obscured_as[1:20].lower()), (ctx.session_id, r.initial_request)
     assert n > 300
+
+
+def test_validate_content_reports_a_kit_with_another_personas_words(monkeypatch):
+    from capa_hf.validate_content import voice_errors
+
+    content = load_content()
+    assert voice_errors(content) == []
+    p03 = content.personas["P03"]
+    kit = p03.voice.model_copy(update={"closers": p03.voice.closers + ("ok, our curriculum grading pipeline is done",)})
+    broken = type(content.personas)(content.personas)
+    broken["P03"] = p03.model_copy(update={"voice": kit})
+    errors = voice_errors(type("C", (), {"personas": broken, "lexicons": content.lexicons})())
+    assert errors and "P03" in errors[0] and "curriculum" in errors[0]
