@@ -97,6 +97,32 @@ def check_personas(content: Content, report: ContentReport) -> None:
         lacking = [e for e in LEXICON_ENTITIES if not lex.terms.get(e)]
         if lacking:
             report.errors.append(f"lexicons/{lid}.yaml: no terms for {lacking}")
+    report.errors += voice_errors(content)
+
+
+def voice_errors(content: Content) -> list[str]:
+    """A persona's kit uses only its own words (persona_voice.yaml `owned`) and names its field
+    (`fields`); a safe swap (lexicon_keep.yaml `same_meaning`) is one of its lexicon's terms."""
+    import yaml
+
+    from capa_hf.generation.persona_voice import persona_voice
+    from capa_hf.generation.stage1_lexicon import same_meaning
+
+    voice, out = persona_voice(), []
+    for pid, persona in content.personas.items():
+        foreign = voice.foreign_words(yaml.safe_dump(persona.voice.model_dump()), pid)
+        if foreign:
+            out.append(f"personas/{pid}.yaml: uses words of other personas {sorted(set(foreign))}")
+        if pid not in (voice.fields or {}):
+            out.append(f"persona_voice.yaml: fields has no entry for {pid}")
+    for lid, entities in same_meaning().items():
+        lex = content.lexicons.get(lid)
+        for entity, nouns in entities.items():
+            terms = {t.sg for t in lex.terms.get(entity, ())} if lex else set()
+            if not nouns <= terms:
+                out.append(f"lexicon_keep.yaml: same_meaning {lid}.{entity} names {sorted(nouns - terms)}, "
+                           f"not terms of lexicons/{lid}.yaml")
+    return out
 
 
 def check_variants(content: Content, report: ContentReport, strict: bool, only: set[str] | None = None) -> None:

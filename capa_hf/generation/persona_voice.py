@@ -17,9 +17,15 @@ class PersonaVoice:
     group: re.Pattern
     reported: re.Pattern
     solo_habitual: dict[str, tuple[str, ...]]  # keypoint category or dimension -> solo phrasings
+    fields: dict[str, str] = None              # persona id -> how it names its field after "in"
+    owned: tuple = ()                          # (pattern, persona ids that may use its words)
 
     def speaks_for_group(self, text: str) -> bool:
         return bool(self.group.search(text))
+
+    def foreign_words(self, text: str, persona_id: str) -> list[str]:
+        """Words of `text` that belong to other personas' work or register only."""
+        return [m.group(0) for pattern, ids in self.owned if persona_id not in ids for m in pattern.finditer(text)]
 
     def reports_speech(self, wrap: str) -> bool:
         """A wrap that quotes someone or something else (a reporting word or a source)."""
@@ -44,5 +50,12 @@ def persona_voice(path=None) -> PersonaVoice:
     if not isinstance(solo, list) or not isinstance(forms, dict) or not all(
             isinstance(v, list) and v for v in forms.values()):
         raise DataFileError(path, "expected a 'solo' list and 'solo_habitual' phrase lists", field="solo_habitual")
+    fields, owned = raw.get("fields", {}), raw.get("owned", [])
+    if not isinstance(fields, dict) or not all(isinstance(v, str) and v.strip() for v in fields.values()):
+        raise DataFileError(path, "expected 'fields': persona id -> a phrase", field="fields")
+    if not isinstance(owned, list) or not all(isinstance(o, dict) and isinstance(o.get("personas"), list)
+                                              for o in owned):
+        raise DataFileError(path, "expected 'owned': a list of {words, personas}", field="owned")
     return PersonaVoice(frozenset(solo), _words(raw, "group_words", path), _words(raw, "reported_speech", path),
-                        {k: tuple(v) for k, v in forms.items()})
+                        {k: tuple(v) for k, v in forms.items()}, dict(fields),
+                        tuple((_words(o, "words", path), frozenset(o["personas"])) for o in owned))

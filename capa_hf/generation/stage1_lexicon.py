@@ -1,10 +1,14 @@
 """Domain-cognitive polysemy: swap common CS nouns for a discipline's established nouns.
 
-Only entity nouns in open text are swapped. What stays as written:
+Only entity nouns in open text are swapped, and only for a field noun that names the same thing
+(capa_hf/data/lexicon_keep.yaml `same_meaning`: "quantity" for a number, never "SKU" for a word).
+A request swaps at most `MAX_SWAPS` entities (`Mapping.only`), each glossed once. What stays as written:
 - type words (`TYPE_WORDS`: "list", "string", "integer", ...): a request that says what a
   function returns keeps saying it ("returns the words as strings", not "... as waybills");
 - idioms and fixed phrases (capa_hf/data/lexicon_keep.yaml: "in a row", "at a time", ...);
-- literals: anything quoted or in backticks.
+- literals: anything quoted or in backticks;
+- a word joined to another by a hyphen ("letter-grade", "two-digit"), or next to another entity
+  word in a noun compound ("digit sum").
 `fix_articles` then makes every article agree with the noun that follows it."""
 
 from __future__ import annotations
@@ -24,22 +28,44 @@ SWAPPABLE = (
     "minimum", "average", "prefix", "suffix", "substring", "graph", "matrix", "row", "column", "interval",
     "duplicate", "vowel", "letter",
 )
+MAX_SWAPS = 2             # entities one request may swap
+_ENTITY_WORDS = frozenset(w for e in TYPE_WORDS + SWAPPABLE for w in (e, e + "s"))
 _LITERAL = re.compile(r"(?<![A-Za-z])'[^'\n]*'(?![A-Za-z])|\"[^\"\n]*\"|`[^`\n]*`")
+
+
+def _keep_file():
+    from capa_hf.data_files import read_yaml
+    from capa_hf.paths import DATA_DIR
+
+    path = DATA_DIR / "lexicon_keep.yaml"
+    return path, read_yaml(path)
 
 
 @lru_cache(maxsize=1)
 def kept_phrases() -> tuple[str, ...]:
     """Idioms and fixed phrases no swap may touch (capa_hf/data/lexicon_keep.yaml)."""
-    from capa_hf.data_files import read_yaml
     from capa_hf.errors import DataFileError
-    from capa_hf.paths import DATA_DIR
 
-    path = DATA_DIR / "lexicon_keep.yaml"
-    raw = read_yaml(path)
+    path, raw = _keep_file()
     if not isinstance(raw, dict) or not isinstance(raw.get("keep"), list) or not all(
             isinstance(p, str) and p.strip() for p in raw["keep"]):
         raise DataFileError(path, "expected a 'keep' list of phrases", field="keep")
     return tuple(sorted({p.strip().lower() for p in raw["keep"]}, key=len, reverse=True))
+
+
+@lru_cache(maxsize=1)
+def same_meaning() -> dict[str, dict[str, frozenset[str]]]:
+    """Lexicon id -> entity -> the field nouns (singular) that name the same thing as the entity."""
+    from capa_hf.errors import DataFileError
+
+    path, raw = _keep_file()
+    table = raw.get("same_meaning") if isinstance(raw, dict) else None
+    if not isinstance(table, dict) or not all(
+            isinstance(ents, dict) and all(isinstance(v, list) and v and all(isinstance(w, str) for w in v)
+                                           for v in ents.values()) for ents in table.values()):
+        raise DataFileError(path, "expected 'same_meaning': lexicon id -> entity -> list of field nouns",
+                            field="same_meaning")
+    return {lex: {e: frozenset(v) for e, v in ents.items()} for lex, ents in table.items()}
 
 
 def protected_spans(text: str, phrases: tuple[str, ...]) -> list[tuple[int, int]]:
@@ -70,6 +96,14 @@ class Mapping:
     nouns: dict  # entity -> (sg, pl)
     keep: tuple[str, ...] = ()   # phrases left as written (kept_phrases())
 
+    def only(self, entities) -> "Mapping":
+        """The same choices, restricted to `entities`."""
+        return Mapping(self.lexicon_id, {e: n for e, n in self.nouns.items() if e in entities}, self.keep)
+
+    def entities_in(self, text: str) -> list[str]:
+        """The entities a swap of `text` would replace, in order of first appearance."""
+        return [entity for _, entity in self.swap(text)[1]]
+
     def swap(self, text: str) -> tuple[str, list[tuple[str, str]]]:
         """Return the rewritten text and the (domain noun, cs noun) pairs used, in order."""
         used: list[tuple[str, str]] = []
@@ -79,6 +113,12 @@ class Mapping:
             word = match.group(0)
             if any(a <= match.start() < b for a, b in spans):
                 return word
+            if text[match.end():match.end() + 1] == "-" or text[max(match.start() - 1, 0):match.start()] == "-":
+                return word  # part of a compound ("letter-grade", "two-digit")
+            before_w = [w.split("-")[-1] for w in text[: match.start()].split()[-1:]]
+            after_w = [w.split("-")[0] for w in text[match.end():].split()[:1]]
+            if any(w.strip(".,;:()").lower() in _ENTITY_WORDS for w in before_w + after_w):
+                return word  # a noun compound of two entities ("digit sum", "number string") stays whole
             low = word.lower()
             before = text[: match.start()].rstrip()
             if not before or before[-1] in ".!?:;":
@@ -97,10 +137,12 @@ class Mapping:
 
 
 def mapping_for(lexicon: Lexicon, choose) -> Mapping:
-    """`choose(entity, n)` returns the variant index; the caller seeds it by cell."""
+    """`choose(entity, n)` returns the variant index; the caller seeds it by cell. Only the terms
+    that name the same thing as their entity (`same_meaning`) are candidates."""
+    safe = same_meaning().get(lexicon.id, {})
     nouns = {}
     for entity in SWAPPABLE:
-        terms = lexicon.terms.get(entity)
+        terms = [t for t in lexicon.terms.get(entity, ()) if t.sg in safe.get(entity, ())]
         if terms:
             t = terms[choose(entity, len(terms))]
             nouns[entity] = (t.sg, t.pl)

@@ -7,7 +7,8 @@ discipline lexicons, phrase families) with seeded choices:
   so the same greeting does not open request after request;
 - each mechanism keeps a small cell-specific set of phrasings per category or dimension (the
   user's recognizable way of saying it) and picks among them per session;
-- the body's layout varies (prose, a short list, the goal last), and no sentence repeats;
+- the body's layout varies (prose or a short list), always with the goal before the details it
+  sums up, and no sentence repeats;
 - articles agree with the noun that follows, also after a lexicon swap.
 An LLM realizer (`capa build --realizer llm:SPEC`) implements the same `realize` and passes the
 same Stage 3 checks.
@@ -21,7 +22,7 @@ from typing import Protocol
 
 from capa_hf.generation.persona_voice import persona_voice
 from capa_hf.generation.stand_ins import fitting
-from capa_hf.generation.stage1_lexicon import Mapping, fix_articles, mapping_for, wants_an
+from capa_hf.generation.stage1_lexicon import MAX_SWAPS, Mapping, fix_articles, mapping_for, wants_an
 from capa_hf.generation.stage1_plan import PlannedItem, SessionPlan
 from capa_hf.schema import Cell, HiddenItem, Lexicon, Persona, TaskContent
 from capa_hf.schema.convention import Dimension, VariantSource
@@ -29,7 +30,6 @@ from capa_hf.seeding import pick, pick_index, rng_for
 
 STYLE_SUBSET = 3          # phrasings a user keeps per (mechanism, category or dimension)
 LIST_LAYOUT = 0.25
-GOAL_LAST = 0.2
 GIST_FRAMES = ("{Gist}", "I need a function to {gist}", "Could you write something to {gist}?",
                "The job: {gist}", "What I'm after is a function to {gist}", "The task, in short: {gist}")
 
@@ -97,11 +97,30 @@ def cell_mapping(ctx: RequestContext) -> Mapping:
     return mapping_for(ctx.lexicon, lambda entity, n: pick_index(n, ctx.seed, ctx.cell.cell_id, "noun", entity))
 
 
+def is_plural(noun_phrase: str) -> bool:
+    """Whether a task noun ("the two lists", "the list of numbers") takes a plural verb: by its
+    head word, the last one before any "of"."""
+    head = noun_phrase.split(" of ")[0].split()
+    return bool(head) and head[-1].endswith("s") and not head[-1].endswith(("ss", "is", "us"))
+
+
+_AGREE = {"is": "are", "has": "have", "hits": "hit", "was": "were", "comes": "come", "turns": "turn",
+          "looks": "look"}
+
+
 def fill(template: str, ctx: RequestContext) -> str:
+    """Fill a phrasing's slots; a verb right after a plural {input} agrees with it, and "sort the
+    sorted words" loses its echo."""
     nouns = ctx.source.nouns if ctx.source else None
-    return template.format(result=nouns.result if nouns else "the result",
-                           input=nouns.input if nouns else "the input",
-                           discipline=ctx.lexicon.name)
+    result = nouns.result if nouns else "the result"
+    noun_in = nouns.input if nouns else "the input"
+    if is_plural(noun_in):
+        template = re.sub(r"\{input\}( on my side| on my machine)? (is|has|hits|was|comes|turns|looks)\b",
+                          lambda m: "{input}" + (m.group(1) or "") + " " + _AGREE[m.group(2)], template)
+        template = re.sub(r"(\{input\}[^.;]*?\bnothing in )it\b", r"\1them", template)
+    field = (persona_voice().fields or {}).get(ctx.persona.id, ctx.lexicon.name)
+    text = template.format(result=result, input=noun_in, discipline=field)
+    return re.sub(r"\b(Sort|Order|Rank|sort|order|rank) the sorted\b", r"\1 the", text)
 
 
 def user_phrasing(options, ctx: RequestContext, *key) -> str:
@@ -121,10 +140,11 @@ def dealt(options, ctx: RequestContext, what: str) -> str:
 
 
 def points_back_ok(ctx: RequestContext, item: PlannedItem) -> bool:
-    """A deixis form ("same as the other one", "like before") points at an earlier session: for a
-    convention, one of the cell's history sessions where the user stated it (`revealed_in`); for
-    a task item, at least an earlier session of the cell."""
-    return bool(item.revealed_in) if item.kind == "convention" else ctx.plan.position > 1
+    """A deixis form ("same as the other one", "like before") points at an earlier session where
+    that point came up: for a convention, one of the cell's history sessions where the user stated
+    it (`revealed_in`). A task keypoint belongs to its task, which no earlier session of the cell
+    had, so "same idea as the function above" would point at nothing: it gets another kind."""
+    return item.kind == "convention" and bool(item.revealed_in)
 
 
 def in_voice(options, persona, op: str, key: str) -> list[str]:
@@ -133,6 +153,8 @@ def in_voice(options, persona, op: str, key: str) -> list[str]:
     solo ones stand in."""
     voice = persona_voice()
     options = list(options)
+    own = [o for o in options if not voice.foreign_words(o, persona.id)]   # no other persona's words
+    options = own or options
     if persona.id not in voice.solo or op != "habitual":
         return options
     kept = [o for o in options if not voice.speaks_for_group(o)]
@@ -183,7 +205,7 @@ class TemplateRealizer:
         op = item.mechanism.operation
         if op == "lexicon" and glosses:
             # one way of explaining per noun, fixed for the user, so six nouns do not read six times alike
-            forms = ctx.phrases["lexicon_gloss"]
+            forms = in_voice(ctx.phrases["lexicon_gloss"], ctx.persona, op, "gloss")
             text += " " + " ".join(
                 forms[pick_index(len(forms), ctx.seed, ctx.cell.cell_id, "gloss", d)].format(
                     domain=d, cs=c, a_cs=("an " if wants_an(c) else "a ") + c) for d, c in glosses)
@@ -197,10 +219,24 @@ class TemplateRealizer:
         return casual_case(text) if any(m.kind == "lowercase" for m in ctx.persona.voice.style_moves) else text
 
     # -- the request ------------------------------------------------------------------------
+    def swapped_entities(self, ctx: RequestContext, mapping: Mapping) -> list[str]:
+        """The few entities this request names by field nouns, at most MAX_SWAPS: first those the
+        lexicon items' own lines use, so a swap lands where the hidden point is, then those of the
+        gist (the task as the user thinks of it), in order."""
+        bare = mapping.only(())
+        texts = [self.obscure(ctx, item, bare)[0] for item in ctx.plan.items if item.mechanism.operation == "lexicon"]
+        texts.append(ctx.content.gist)
+        found: list[str] = []
+        for text in texts:
+            found += [e for e in mapping.entities_in(text) if e not in found]
+        return found[:MAX_SWAPS]
+
     def realize(self, ctx: RequestContext) -> Realization:
         mapping = cell_mapping(ctx)
         plan = ctx.plan
         dcp = any(i.mechanism.operation == "lexicon" for i in plan.items)
+        if dcp:
+            mapping = mapping.only(self.swapped_entities(ctx, mapping))
 
         def speak(text: str) -> tuple[str, list]:
             # a domain-cognitive user names things by their field's nouns throughout the request
@@ -249,7 +285,9 @@ class TemplateRealizer:
         key = (ctx.seed, ctx.session_id, ctx.attempt)
         rng = rng_for(*key, "layout")
         opener, closer = dealt(voice.openers, ctx, "opener"), dealt(voice.closers, ctx, "closer")
-        frame = pick(GIST_FRAMES, *key, "gist-frame")
+        # an opener that already asks for a function is not followed by "I need a function to ..."
+        frames = [f for f in GIST_FRAMES if not ("function" in f and re.search(r"\bfunction\b", opener, re.I))]
+        frame = pick(frames, *key, "gist-frame")
         g = gist.strip().rstrip(".")
         goal = sentence(frame.format(Gist=first_upper(g) + ".", gist=g[:1].lower() + g[1:]))
         details = _unique(details)
@@ -276,8 +314,6 @@ class TemplateRealizer:
         elif details and rng.random() < LIST_LAYOUT:
             bullets = "\n".join(f"- {s}" for s in details)
             text = f"{sentence(opener)} {goal}\n{bullets}\n" + " ".join([*tail, sentence(closer)])
-        elif rng.random() < GOAL_LAST:
-            text = " ".join([sentence(opener), *details, goal, *tail, sentence(closer)])
         else:
             text = " ".join([sentence(opener), goal, *details, *tail, sentence(closer)])
         if pasted:

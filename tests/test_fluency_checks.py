@@ -1,0 +1,136 @@
+"""Fluency and persona checks on every Stage 1 request: the slips of the 0.2.1 blind review
+(docs/review/results/0.2.1.yaml) that a rule can see are caught, and no request of the build has one."""
+
+import pytest
+
+from capa_hf.content import load_content
+from capa_hf.generation.fluency_checks import foreign_words, gloss_slips, swap_slips, template_slips
+from capa_hf.generation.stage1_lexicon import MAX_SWAPS, Mapping, kept_phrases, mapping_for, same_meaning
+
+
+@pytest.fixture(scope="module")
+def sessions():
+    from capa_hf.design import default_design
+    from capa_hf.generation.pipeline import World, plan_cells, request_context, voice_slots
+    from capa_hf.generation.stage1_realize import TemplateRealizer, cell_mapping
+
+    w = World.load()
+    cells = default_design(0)
+    plans = plan_cells(cells, w, 0)
+    slots = voice_slots(cells)
+    realizer = TemplateRealizer()
+    out = []
+    for cell in cells:
+        for pos in range(1, 11):
+            sid = f"{cell.cell_id}-S{pos:02d}"
+            ctx = request_context(cell, plans[sid], w, 0, 0, slots[sid])
+            full = cell_mapping(ctx)
+            mapping = full.only(realizer.swapped_entities(ctx, full)) if any(
+                i.mechanism.operation == "lexicon" for i in ctx.plan.items) else full.only(())
+            out.append((cell, ctx, mapping, realizer.realize(ctx)))
+    return out
+
+
+def test_the_reviewers_slips_are_caught():
+    lex = load_content().lexicons
+    logistics = Mapping("logistics_depot", {"word": ("SKU", "SKUs"), "character": ("barcode symbol", "barcode symbols")})
+    assert any("SKU" in s for s in swap_slips("break a line of text into its individual SKUs", logistics))
+    clinical = Mapping("clinical_cohort", {"vowel": ("flagged initial", "flagged initials"), "letter": ("initial", "initials")})
+    assert "flagged initial initials" in swap_slips("Count the usual flagged initial initials.", clinical)
+    design = Mapping("design_system", {"character": ("glyph", "glyphs"), "letter": ("alphabetic glyph", "alphabetic glyphs")})
+    assert any("inside" in s for s in swap_slips("a glyph", design))
+    logistics_sum = Mapping("logistics_depot", {"sum": ("consolidated total", "consolidated totals")})
+    assert swap_slips("comparing its digit consolidated total with 0", logistics_sum)
+    many = mapping_for(lex["wet_lab"], lambda e, n: 0)
+    assert len(many.nouns) > MAX_SWAPS and swap_slips("", many)
+    m = Mapping("legacy_ledger", {"number": ("figure", "figures")})
+    assert gloss_slips("a figure", ['By "figure" I just mean a number.', 'Translate "figure" as number.'], m)
+    for slip in ("Sort the sorted words in descending order.", "returns how many of them qualify as an integer",
+                 "If the two lists is empty", "when the bit strings is empty",
+                 "Put the largest value first in the largest numbers."):
+        assert template_slips(slip), slip
+    assert not template_slips("If the list of numbers is empty, return None. The class is empty.")
+    assert foreign_words("a blank batch is treated by curriculum design and grading standards", "P03")
+    assert foreign_words("OK, give me something I can run.", "P04")
+    assert foreign_words("Use the threshold the way my monitoring applies it.", "P08")
+    assert not foreign_words("Use the threshold the way my monitoring applies it.", "P02")
+
+
+def test_safe_swaps_name_terms_of_their_lexicon():
+    lex = load_content().lexicons
+    for lid, entities in same_meaning().items():
+        for entity, nouns in entities.items():
+            assert nouns <= {t.sg for t in lex[lid].terms[entity]}, (lid, entity)
+    assert "number of" in kept_phrases()
+
+
+def test_no_request_has_a_swap_gloss_template_or_persona_slip(sessions):
+    bad = []
+    for cell, ctx, mapping, r in sessions:
+        texts = [r.initial_request] + [h.clarification for h in r.hidden_items]
+        problems = swap_slips(r.initial_request, mapping) + gloss_slips(
+            r.initial_request, [h.clarification for h in r.hidden_items], mapping)
+        for t in texts:
+            problems += template_slips(t) + foreign_words(t, cell.persona_id)
+        if problems:
+            bad.append((ctx.session_id, problems))
+    assert not bad, bad[:5]
+
+
+def test_a_task_item_is_never_obscured_by_a_back_reference(sessions):
+    n = 0
+    for _, ctx, _, r in sessions:
+        for item, h in zip(ctx.plan.items, r.hidden_items):
+            if item.kind == "task" and item.mechanism.operation == "deixis":
+                n += 1
+                assert h.obscured_as == item.keypoint.vague, (ctx.session_id, h.obscured_as)
+    assert n > 0
+
+
+def test_domain_cognitive_requests_still_use_field_nouns(sessions):
+    dcp = [(ctx, m, r) for _, ctx, m, r in sessions if any(i.mechanism.operation == "lexicon" for i in ctx.plan.items)]
+    swapped = [r for _, m, r in dcp if m.nouns]
+    assert dcp and len(swapped) >= len(dcp) // 4
+    for _, m, r in dcp:
+        for sg, pl in m.nouns.values():
+            assert sg.lower() in r.initial_request.lower() or pl.lower() in r.initial_request.lower()
+
+
+def test_a_persona_kit_uses_only_its_own_words():
+    import yaml
+    from capa_hf.generation.persona_voice import persona_voice
+    from capa_hf.paths import DATA_DIR
+
+    voice = persona_voice()
+    assert voice.fields and set(voice.fields) == set(load_content().personas)
+    for pid, persona in load_content().personas.items():
+        kit = yaml.safe_dump(persona.voice.model_dump())
+        assert not foreign_words(kit, pid), (pid, foreign_words(kit, pid))
+    assert (DATA_DIR / "persona_voice.yaml").exists()
+
+
+def test_the_goal_comes_before_the_details_it_sums_up(sessions):
+    n = 0
+    for _, ctx, mapping, r in sessions:
+        req = r.initial_request.lower()
+        gist = mapping.swap(ctx.content.gist)[0].strip().rstrip(".")
+        at = req.find(gist[1:30].lower())
+        assert at >= 0, (ctx.session_id, gist)
+        for h in r.hidden_items:
+            if h.obscured_as and h.obscured_as[1:20].lower() in req:
+                n += 1
+                assert at < req.find(h.obscured_as[1:20].lower()), (ctx.session_id, r.initial_request)
+    assert n > 300
+
+
+def test_validate_content_reports_a_kit_with_another_personas_words(monkeypatch):
+    from capa_hf.validate_content import voice_errors
+
+    content = load_content()
+    assert voice_errors(content) == []
+    p03 = content.personas["P03"]
+    kit = p03.voice.model_copy(update={"closers": p03.voice.closers + ("ok, our curriculum grading pipeline is done",)})
+    broken = type(content.personas)(content.personas)
+    broken["P03"] = p03.model_copy(update={"voice": kit})
+    errors = voice_errors(type("C", (), {"personas": broken, "lexicons": content.lexicons})())
+    assert errors and "P03" in errors[0] and "curriculum" in errors[0]
