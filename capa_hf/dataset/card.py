@@ -9,6 +9,7 @@ not a header key (the Hub ignores it): it lives in the tag, the manifest and the
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from string import Template
 
 import yaml
@@ -111,6 +112,37 @@ def oracle_paragraph(facts: dict) -> str:
     return text
 
 
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+def review_paragraph(version: str, folder=None) -> str:
+    """What the latest blind review of an EARLIER version counted (a version's own review is written
+    after its build, so its card cannot hold it; `capa validate` prints it), and where this
+    version's review lives."""
+    from capa_hf.dataset.review import REVIEW_DIR, TARGETS, load_review, review_counts
+
+    root = Path(folder or REVIEW_DIR)
+    older = sorted((p for p in root.glob("*.yaml") if re.fullmatch(r"\d+\.\d+\.\d+", p.stem)
+                    and _version_key(p.stem) < _version_key(version)), key=lambda p: _version_key(p.stem))
+    own = (f"The review of {version} itself is `docs/review/results/{version}.yaml` in the CAPA repository "
+           "once it is written; `capa validate` prints its counts.")
+    if not older:
+        return f"No earlier version has been reviewed, so this card reports no review counts. {own}"
+    review = load_review(older[-1])
+    c = review_counts(review, set(review.heldout), set(review.history))
+    n_held, n_hist = c["heldout_reviewed"], c["history_reviewed"]
+    return (f"The review of {review.dataset_version} ({n_held} held-out requests and {n_hist} history traces, "
+            f"{len(review.reviewers)} reviewers) counted: a hidden item settled by the visible text in "
+            f"{c['settled']} held-out sessions (target at most {round(TARGETS['settled_share'] * n_held)}), "
+            f"{c['garbled']} garbled and {c['awkward']} awkward requests (targets {TARGETS['garbled']} and at most "
+            f"{round(TARGETS['awkward_share'] * n_held)}), {c['persona_breaks']} persona breaks, "
+            f"{c['off_question']} history traces where the user answered another question (target "
+            f"{TARGETS['off_question']}), {c['habit_not_own']} habits put in someone else's mouth and "
+            f"{c['dangling_back_reference']} back references with nothing to point at. This version's changes "
+            f"answer those findings (see the changelog). {own}")
+
+
 def render_card(version: str, files: dict, generation: str, stage3: str, facts: dict) -> str:
     path = CARD_DIR / "README.md"
     if not path.is_file():
@@ -127,7 +159,7 @@ def render_card(version: str, files: dict, generation: str, stage3: str, facts: 
         yaml_header=header, version=version, n_sessions=n_sessions, n_cells=by_split[("cells", "train")]["rows"],
         config_table=table, generation=generation, stage3=stage3, facts=_facts_table(facts), paper=PAPER,
         loading=loading_section(None, version).rstrip("\n"),
-        oracle=oracle_paragraph(facts))
+        oracle=oracle_paragraph(facts), review=review_paragraph(version))
 
 
 def read_card_header(text: str, where: str) -> dict:
