@@ -13,6 +13,7 @@ from datasets import load_dataset
 from capa_hf.dataset.build import build_dataset
 from capa_hf.dataset.validate import validate_folder
 from capa_hf.paths import DEFAULT_DATASET_DIR
+from capa_hf.version import PIPELINE_VERSION as V
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,7 @@ def test_committed_dataset_loads_with_datasets_and_is_balanced():
         assert {h["mechanism"] for h in r["hidden_items"]} <= set(r["mechanisms"])
         for h in r["hidden_items"]:
             assert h["clarification"] not in r["initial_request"]
-        assert r["generator"]["pipeline_version"] == "0.2.1"
+        assert r["generator"]["pipeline_version"] == V
 
 
 def test_heldout_rows_carry_no_trace_and_history_rows_do():
@@ -245,12 +246,12 @@ def test_card_follows_hub_conventions(built):
     assert data.license == "mit" and data.source_datasets == ["openai/openai_humaneval"]
     assert data.annotations_creators == ["machine-generated"] and data.multilinguality == ["monolingual"]
     assert "version" not in data.to_dict()
-    assert "arxiv.org/abs/2607.26611" in card.text and "CAPA 0.2.1" in card.text
+    assert "arxiv.org/abs/2607.26611" in card.text and f"CAPA {V}" in card.text
     assert 'split="heldout"' in card.text
     assert 'load_dataset("dist/capa", split="heldout")' in card.text and "<org>" not in card.text
     assert "## Citation" in card.text and "eprint        = {2607.26611}" in card.text
     manifest = json.loads((out / "capa_manifest.json").read_text())
-    assert manifest["version"] == "0.2.1" and len(manifest["files"]) == 8
+    assert manifest["version"] == V and len(manifest["files"]) == 8
     # num_bytes are the uncompressed Arrow sizes, as `datasets` itself counts them
     ds = load_dataset(str(out), split="heldout")
     infos = {i["config_name"]: i for i in data.to_dict()["dataset_info"]}

@@ -39,8 +39,19 @@ def test_the_run_block_is_the_one_the_dataclass_wrote(case):
 
 
 def test_a_run_written_by_the_dataclass_resumes(tmp_path, capsys):
+    import hashlib
+
+    from capa_hf.paths import DEFAULT_DATASET_DIR
+    from capa_hf.version import PIPELINE_VERSION
+
     run = tmp_path / "old"
     shutil.copytree(OLD_RUN, run)
+    # the run was played on dataset 0.2.1; what this test is about is its `run` block, so its data
+    # identity is set to today's build (a run on other data is refused: test_eval_resume.py)
+    config = json.loads((run / "config.json").read_text())
+    config.update(pipeline_version=PIPELINE_VERSION, dataset_version=PIPELINE_VERSION,
+                  dataset_manifest_sha256=hashlib.sha256((DEFAULT_DATASET_DIR / "capa_manifest.json").read_bytes()).hexdigest())
+    (run / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     before = (run / "sessions.jsonl").read_bytes()
     code, _, err = run_cli(OLD_ARGV + ["--out", str(run), "--no-progress"], capsys)
     assert code == 0, err

@@ -12,6 +12,7 @@ from capa_hf.evaluation.config import EvalConfig
 from capa_hf.evaluation.metrics import pass_hat_k, summarize
 from capa_hf.evaluation.run import TooManyErrors, run_eval
 from capa_hf.schema.record import SessionRecord
+from capa_hf.version import PIPELINE_VERSION as V
 
 CELL = "C03"
 
@@ -107,7 +108,7 @@ def test_engine_args_and_preset_reach_the_engine_and_config_json(tmp_path, capsy
     assert code == 0, capsys.readouterr().err
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["run"]["engine_args"] == {"default": "I am not sure."} and cfg["run"]["top_k"] == 20
-    assert cfg["dataset_version"] == "0.2.1" and len(cfg["dataset_manifest_sha256"]) == 64
+    assert cfg["dataset_version"] == V and len(cfg["dataset_manifest_sha256"]) == 64
     rec = records(out)[0]
     assert rec["turns"][1]["content"] == "I am not sure."         # the engine got the option
     code = main(["eval", "--model", "scripted", "--engine-arg", "colour=blue", "--condition", "none",

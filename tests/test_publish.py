@@ -9,6 +9,7 @@ import pytest
 from capa_hf.dataset.publish import publish
 from capa_hf.errors import CapaError
 from capa_hf.paths import DEFAULT_DATASET_DIR
+from capa_hf.version import PIPELINE_VERSION as V
 
 
 def fake_api(tags=()):
@@ -31,17 +32,17 @@ def fake_api(tags=()):
 
 def test_publish_uploads_then_tags_the_commit():
     api = fake_api(tags=["v0.1.0", "not-a-version"])
-    tag = publish(DEFAULT_DATASET_DIR, "org/capa", "0.2.1", api=api)
-    assert tag == "v0.2.1"
+    tag = publish(DEFAULT_DATASET_DIR, "org/capa", V, api=api)
+    assert tag == f"v{V}"
     staged = api.upload_folder.call_args.kwargs["folder_path"]
     assert api.method_calls == [
         call.whoami(),          # the token first, before anything is created
         call.create_repo("org/capa", repo_type="dataset", private=False, exist_ok=True),
         call.list_repo_refs("org/capa", repo_type="dataset"),
         call.upload_folder(repo_id="org/capa", folder_path=staged, repo_type="dataset",
-                           commit_message="CAPA v0.2.1"),
-        call.create_tag("org/capa", tag="v0.2.1", revision="abc123", repo_type="dataset",
-                        tag_message="CAPA dataset v0.2.1"),
+                           commit_message=f"CAPA v{V}"),
+        call.create_tag("org/capa", tag=f"v{V}", revision="abc123", repo_type="dataset",
+                        tag_message=f"CAPA dataset v{V}"),
     ]
     # the folder as built, but its card loads the data from the Hub id it went to, at the new tag
     local = {p.relative_to(DEFAULT_DATASET_DIR).as_posix(): p.read_bytes()
@@ -49,24 +50,24 @@ def test_publish_uploads_then_tags_the_commit():
     assert set(api.uploaded) == set(local) and staged != str(DEFAULT_DATASET_DIR)
     assert all(api.uploaded[k] == local[k] for k in local if k != "README.md")
     card = api.uploaded["README.md"].decode()
-    assert 'load_dataset("org/capa", split="heldout", revision="v0.2.1")' in card
-    assert 'load_dataset("org/capa", "variants", split="train", revision="v0.2.1")' in card
+    assert f'load_dataset("org/capa", split="heldout", revision="v{V}")' in card
+    assert f'load_dataset("org/capa", "variants", split="train", revision="v{V}")' in card
     assert "dist/capa" not in card and "capa publish --repo-id ORG/NAME" not in card
     assert card.replace("org/capa", "X").split("## Loading")[0] == local["README.md"].decode().split("## Loading")[0]
 
 
-@pytest.mark.parametrize("last", ["v0.2.1", "v0.3.0", "1.0.0"])
+@pytest.mark.parametrize("last", [f"v{V}", "v9.1.0", "10.0.0"])
 def test_refuses_a_version_that_is_not_newer(last):
     api = fake_api(tags=[last])
     with pytest.raises(CapaError, match="not newer"):
-        publish(DEFAULT_DATASET_DIR, "org/capa", "0.2.1", api=api)
+        publish(DEFAULT_DATASET_DIR, "org/capa", V, api=api)
     assert not api.upload_folder.called and not api.create_tag.called
 
 
 def test_refuses_a_version_the_folder_was_not_built_as():
     api = fake_api()
-    with pytest.raises(CapaError, match="--version is 0.3.0"):
-        publish(DEFAULT_DATASET_DIR, "org/capa", "0.3.0", api=api)
+    with pytest.raises(CapaError, match="--version is 9.9.9"):
+        publish(DEFAULT_DATASET_DIR, "org/capa", "9.9.9", api=api)
     assert api.method_calls == []
 
 
@@ -77,7 +78,7 @@ def test_refuses_a_folder_whose_card_and_data_disagree(tmp_path):
     card.write_text(card.read_text().replace("num_examples: 300", "num_examples: 301", 1))
     api = fake_api()
     with pytest.raises(CapaError, match="does not validate"):
-        publish(copy, "org/capa", "0.2.1", api=api)
+        publish(copy, "org/capa", V, api=api)
     assert api.method_calls == []
 
 
@@ -85,7 +86,7 @@ def test_bad_version_and_repo_id_are_named():
     with pytest.raises(CapaError, match="X.Y.Z"):
         publish(DEFAULT_DATASET_DIR, "org/capa", "latest", api=fake_api())
     with pytest.raises(CapaError, match="ORG/NAME"):
-        publish(DEFAULT_DATASET_DIR, "capa", "0.2.1", api=fake_api())
+        publish(DEFAULT_DATASET_DIR, "capa", V, api=fake_api())
 
 
 def hub_failure(kind: str) -> Exception:
@@ -112,7 +113,7 @@ def test_publish_checks_the_token_first_and_fails_in_one_line(kind, expected, ca
     api = fake_api()
     api.whoami.side_effect = hub_failure(kind)
     monkeypatch.setattr(huggingface_hub, "HfApi", lambda: api)
-    err = one_line_error(["publish", str(DEFAULT_DATASET_DIR), "--repo-id", "org/capa", "--version", "0.2.1"],
+    err = one_line_error(["publish", str(DEFAULT_DATASET_DIR), "--repo-id", "org/capa", "--version", V],
                          capsys, expected)
     assert api.method_calls == [call.whoami()], err       # nothing created, nothing uploaded
 
@@ -125,7 +126,7 @@ def test_publish_without_network_after_the_token_is_one_line(capsys, monkeypatch
     api = fake_api()
     api.create_repo.side_effect = hub_failure("offline")
     monkeypatch.setattr(huggingface_hub, "HfApi", lambda: api)
-    one_line_error(["publish", str(DEFAULT_DATASET_DIR), "--repo-id", "org/capa", "--version", "0.2.1"],
+    one_line_error(["publish", str(DEFAULT_DATASET_DIR), "--repo-id", "org/capa", "--version", V],
                    capsys, "cannot reach the Hugging Face Hub to publish org/capa")
     assert not api.upload_folder.called and not api.create_tag.called
 
@@ -138,5 +139,5 @@ def test_publish_with_the_real_client_and_no_token_stops_before_any_request(tmp_
     for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token"))
-    one_line_error(["publish", str(DEFAULT_DATASET_DIR), "--repo-id", "org/capa", "--version", "0.2.1"],
+    one_line_error(["publish", str(DEFAULT_DATASET_DIR), "--repo-id", "org/capa", "--version", V],
                    capsys, "no Hugging Face token")

@@ -17,6 +17,7 @@ from capa_hf.evaluation.records import read_records
 from capa_hf.evaluation.run import EvalConfig, run_eval
 from tests.run_fakes import record, write_run
 from tests.test_analysis_blank_control import fixer, run_blank
+from capa_hf.version import PIPELINE_VERSION as V
 
 CELLS = ("C01",)
 ALL_TABLES = ["runs", "main", "difficulty", "identity", "memory", "mechanisms", "item_kind", "blank", "split",
@@ -121,7 +122,7 @@ def test_every_table_and_plot_is_built(report):
     assert "Tables left out" not in md
     assert json.loads((out / "report.json").read_text())["tables"]["main"]["runs"] == ["none", "same-user"]
     cfg_hash = result["json"]["runs"][0]["config_hash"]
-    assert f"Runs: `none` (scripted, none, heldout, dataset 0.2.1, config {cfg_hash}); `same-user` (" in md
+    assert f"Runs: `none` (scripted, none, heldout, dataset {V}, config {cfg_hash}); `same-user` (" in md
     assert "![Main results" in md
 
 
@@ -221,7 +222,7 @@ def test_refuses_two_runs_in_one_slot_and_foreign_labels(tmp_path, runs):
     b = write_run(tmp_path / "b", "none", [record("S1", 2)])
     with pytest.raises(CapaError, match="runs a, b are the same model setting"):
         build_report([a, b], progress=False)
-    with pytest.raises(CapaError, match="difficulty labels from run 'none' were made on dataset 0.2.1"):
+    with pytest.raises(CapaError, match=f"difficulty labels from run 'none' were made on dataset {V}"):
         build_report([a], difficulty=runs["labels"], progress=False)
     # another budget is another model setting: no clash, and the two are told apart
     c = write_run(tmp_path / "c", "none", [record("S1", 2)], max_tokens=100)
