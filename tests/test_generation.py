@@ -117,17 +117,22 @@ def test_a_seeded_share_of_history_sessions_repairs_twice(reference_build):
         assert len(verdicts) == wrong + 1 and not any(v.passed for v in verdicts[:-1]) and verdicts[-1].passed
         lines = [v.failure.line for v in verdicts[-3:-1]]
         assert lines[0] != lines[1], s.session_id
-        assert 6 <= trace.assistant_turns <= 8, s.session_id
+        # a question in several parts the user answered at once may leave 5
+        assert 5 <= trace.assistant_turns <= 8, s.session_id
+    assert sum(traces[s.session_id].assistant_turns >= 6 for s in twice) >= len(twice) - 1
 
 
 def test_the_draw_of_second_repairs_is_seeded_and_takes_the_share():
     from capa_hf.generation.stage2_dialogue import long_traces
 
-    eligible = [f"C{i:02d}-S01" for i in range(40)]
-    a = long_traces(eligible, 100, seed=0)
-    assert a == long_traces(list(reversed(eligible)), 100, seed=0) and a <= set(eligible)
-    assert len(a) == 22 and long_traces(eligible, 100, seed=1) != a
-    assert long_traces(eligible[:5], 100, seed=0) == set(eligible[:5])    # fewer eligible: all of them
+    sure = [f"C{i:02d}-S01" for i in range(15)]
+    likely = [f"C{i:02d}-S02" for i in range(25)]
+    a = long_traces(sure, likely, 100, seed=0)
+    assert a == long_traces(list(reversed(sure)), list(reversed(likely)), 100, seed=0)
+    assert len(a) == 22 and set(sure) <= a <= set(sure + likely)     # the sure ones first
+    assert long_traces(sure, likely, 100, seed=1) != a
+    assert long_traces(sure[:5], [], 100, seed=0) == set(sure[:5])    # fewer eligible: all of them
+    assert len(long_traces(sure + likely, [], 100, seed=0) & set(sure)) < 15
 
 
 def test_stage3_refuses_a_trace_whose_wrong_attempt_passed():

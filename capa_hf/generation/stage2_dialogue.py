@@ -44,6 +44,7 @@ from capa_hf.generation.stage1_plan import SessionPlan
 from capa_hf.generation.stage1_realize import Realization
 from capa_hf.schema.convention import Dimension, VariantSource
 from capa_hf.seeding import pick, rng_for
+from capa_hf.simulator.question_match import question_parts
 from capa_hf.simulator.reply_lines import answered
 from capa_hf.simulator.user_data import variant_ties
 from capa_hf.variants.catalog import VariantCatalog
@@ -158,20 +159,29 @@ def asked_count(plan: SessionPlan) -> int:
     return sum(1 for i in plan.items if not i.apply_unasked)
 
 
+def sure_questions(plan: SessionPlan, source: VariantSource | None, dims: Mapping[str, Dimension], seed) -> int:
+    """How many of the session's questions the assistant asks at least: one per asked item, less
+    one for each further part of a question in several parts (the user may answer them all at once)."""
+    return sum(1 - (len(question_parts(_question(i, source, dims, seed, plan.session_id))) - 1)
+               for i in plan.items if not i.apply_unasked)
+
+
 def can_repair_twice(plan: SessionPlan, later: list[tuple[str, str]]) -> bool:
-    """A history session whose first repair may fail once more and still stay within the turn
-    budget at 6 turns or more: three questions or more (or a guess and two), and two later
-    attempts that fail at different lines of the tests."""
+    """A history session whose first repair may fail once more and stay within the turn budget:
+    three questions or more (a guess stands for one), and two later attempts that fail at
+    different lines of the tests."""
     return plan.position <= HISTORY_SIZE and asked_count(plan) >= 3 and bool(_two_apart(later))
 
 
-def long_traces(eligible: Iterable[str], n_history: int, seed: int) -> frozenset[str]:
+def long_traces(sure: Iterable[str], likely: Iterable[str], n_history: int, seed: int) -> frozenset[str]:
     """The history sessions whose first repair fails once more: LONG_TRACE_SHARE of all
-    `n_history` of them, drawn with the build seed among the `eligible` ones (all of these
-    when they are fewer)."""
-    pool = sorted(set(eligible))
-    k = min(round(LONG_TRACE_SHARE * n_history), len(pool))
-    return frozenset(rng_for(seed, "second-repair").sample(pool, k))
+    `n_history` of them, drawn with the build seed, first among the `sure` ones (whose questions
+    are asked one by one, so their traces reach 6 turns), then among the `likely` ones (a
+    question in several parts may be answered at once, leaving 5); all of them when fewer."""
+    rng = rng_for(seed, "second-repair")
+    first, then = sorted(set(sure)), sorted(set(likely) - set(sure))
+    order = rng.sample(first, len(first)) + rng.sample(then, len(then))
+    return frozenset(order[:round(LONG_TRACE_SHARE * n_history)])
 
 
 def refuted_refs(variant_id: str, test: str) -> dict[str, str]:
@@ -188,16 +198,18 @@ def refuted_refs(variant_id: str, test: str) -> dict[str, str]:
 def mark_second_repairs(plans: dict[str, SessionPlan], catalog: VariantCatalog, sources: Mapping[str, VariantSource],
                         dims: Mapping[str, Dimension], seed: int) -> dict[str, SessionPlan]:
     """The plans, with `second_repair` set on the history sessions `long_traces` draws among
-    those whose first repair can fail once more (can_repair_twice)."""
-    eligible = []
+    those whose first repair can fail once more (can_repair_twice), those with three questions
+    for sure (sure_questions) first."""
+    sure, likely = [], []
     for sid, p in plans.items():
         variant = catalog.variant(p.task_id, dict(p.values)) if p.position <= HISTORY_SIZE else None
         if variant is None:
             continue
         refuted = refuted_refs(variant.id, catalog.problem(p.task_id, dict(p.values)).test)
-        if can_repair_twice(p, later_attempts(p, variant, sources.get(p.task_id), dims, refuted)):
-            eligible.append(sid)
-    chosen = long_traces(eligible, sum(p.position <= HISTORY_SIZE for p in plans.values()), seed)
+        source = sources.get(p.task_id)
+        if can_repair_twice(p, later_attempts(p, variant, source, dims, refuted)):
+            (sure if sure_questions(p, source, dims, seed) >= 3 else likely).append(sid)
+    chosen = long_traces(sure, likely, sum(p.position <= HISTORY_SIZE for p in plans.values()), seed)
     return {sid: replace(p, second_repair=True) if sid in chosen else p for sid, p in plans.items()}
 
 
@@ -206,7 +218,7 @@ def _slips(plan: SessionPlan, variant: Variant | None, source: VariantSource | N
     """The later wrong attempts of a session: two where the plan repairs twice; one in a seeded
     share of the other history sessions; else none."""
     later = later_attempts(plan, variant, source, dims, refuted)
-    if plan.second_repair and can_repair_twice(plan, later):
+    if plan.second_repair and _two_apart(later):
         return _two_apart(later)
     # a session without a guess slips only after two questions or more: one that reuses known
     # conventions and asks little keeps showing that reuse alone passes
