@@ -114,7 +114,7 @@ def _load_lines(path: Path, keys: tuple[str, ...]) -> dict:
 
 STAGE1_KEYS = ("habitual", "operator", "deixis", "lexicon_gloss")
 USER_KEYS = ("failing_check", "nothing_left")
-ASSISTANT_KEYS = ("ask", "submit", "applied", "guess", "repair")
+ASSISTANT_KEYS = ("ask", "submit", "applied", "guess", "repair", "repair_again")
 
 
 def load_stage1_phrases(path: Path | None = None) -> dict:

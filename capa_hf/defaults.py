@@ -54,6 +54,10 @@ HISTORY_REUSE_SHARE = 0.12       # history sessions that only reuse conventions 
 GUESS_FIRST_SHARE = 0.24         # history learn sessions whose assistant guesses first and repairs (about 20% of all)
 APPLY_WITHOUT_ASKING = 0.5       # chance a convention already shown in the cell is applied unasked
 SECOND_ATTEMPT_SHARE = 0.6       # of those guess-first sessions: all answers in, the assistant slips once more, then repairs
+# History sessions (a share of all of them, drawn with the build seed among those that ask three
+# questions or more and have two wrong readings the variant's tests refuse) whose first repair
+# fails once more before the last one passes: traces of 6-8 assistant turns, as the paper's are
+LONG_TRACE_SHARE = 0.22
 
 # --- Generation -----------------------------------------------------------------------------
 MAX_ATTEMPTS = 5                 # Stage 3 regenerations per session

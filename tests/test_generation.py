@@ -95,3 +95,51 @@ def test_reference_traces_follow_their_plans(reference_build):
             assert [t.content for t in s.turns] == [t.content for t in trace.turns]
         else:
             assert s.turns == ()
+
+
+def test_a_seeded_share_of_history_sessions_repairs_twice(reference_build):
+    """The history sessions drawn for a second repair (defaults.LONG_TRACE_SHARE of them, among
+    those that can) submit two wrong attempts once every answer is in, each failing the variant's
+    tests in the sandbox at a different check, and the next repair passes."""
+    from capa_hf.defaults import HISTORY_SIZE, LONG_TRACE_SHARE
+    from capa_hf.generation.pipeline import World, plan_cells
+
+    cells, sessions, _, traces = reference_build
+    plans = plan_cells(cells, World.load(), 0)
+    history = [s for s in sessions if s.position <= HISTORY_SIZE]
+    twice = [s for s in history if plans[s.session_id].second_repair]
+    assert len(twice) == round(LONG_TRACE_SHARE * len(history)) > 0
+    assert not any(p.second_repair for p in plans.values() if p.position > HISTORY_SIZE)
+    for s in twice:
+        trace = traces[s.session_id]
+        verdicts = [sub.verdict for sub in trace.submissions]
+        wrong = 2 + plans[s.session_id].guess_first
+        assert len(verdicts) == wrong + 1 and not any(v.passed for v in verdicts[:-1]) and verdicts[-1].passed
+        lines = [v.failure.line for v in verdicts[-3:-1]]
+        assert lines[0] != lines[1], s.session_id
+        # a question in several parts the user answered at once may leave 5
+        assert 5 <= trace.assistant_turns <= 8, s.session_id
+    assert sum(traces[s.session_id].assistant_turns >= 6 for s in twice) >= len(twice) - 1
+
+
+def test_the_draw_of_second_repairs_is_seeded_and_takes_the_share():
+    from capa_hf.generation.stage2_dialogue import long_traces
+
+    sure = [f"C{i:02d}-S01" for i in range(15)]
+    likely = [f"C{i:02d}-S02" for i in range(25)]
+    a = long_traces(sure, likely, 100, seed=0)
+    assert a == long_traces(list(reversed(sure)), list(reversed(likely)), 100, seed=0)
+    assert len(a) == 22 and set(sure) <= a <= set(sure + likely)     # the sure ones first
+    assert long_traces(sure, likely, 100, seed=1) != a
+    assert long_traces(sure[:5], [], 100, seed=0) == set(sure[:5])    # fewer eligible: all of them
+    assert len(long_traces(sure + likely, [], 100, seed=0) & set(sure)) < 15
+
+
+def test_stage3_refuses_a_trace_whose_wrong_attempt_passed():
+    from capa_hf.generation.stage3_checks import check_attempts
+
+    assert check_attempts([False, False, True], 2).ok
+    assert not check_attempts([False, True], 2).ok            # a scripted wrong attempt passed: the trace ended early
+    assert not check_attempts([True, True], 1).ok
+    assert not check_attempts([False, False], 1).ok           # the final code failed
+    assert "2 scripted wrong attempt(s)" in check_attempts([True], 2).detail

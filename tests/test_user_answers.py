@@ -209,3 +209,18 @@ def test_the_summary_gives_the_shares_of_the_users_reasons():
     assert "answered a question 2 (40%)" in line and "tied to the failure 1 (20%)" in line
     assert "priority fallback 1 (20%)" in line and "on topic 67%" in line
     assert user_reasoning_line({"user_reasoning": reasoning_shares([])}) is None
+
+
+def test_a_second_failure_in_a_session_is_reported_in_other_words(p10_user):
+    """After a repair fails too, the user's report does not open like the first one: another
+    reaction, and another wording of what happened, where the persona has one left."""
+    import re
+
+    user = p10_user()
+    texts = []
+    for line in ("assert candidate([1, 2]) == [2, 1]", "assert candidate([]) == []"):
+        verdict = {"status": "failed", "failure": {"type": "AssertionError", "message": "", "line": line}}
+        texts.append(_reaction(user, verdict))
+        user.said.append(texts[-1])
+    plain = [re.sub(r"`[^`]*`", "`...`", t) for t in texts]
+    assert plain[0] != plain[1], texts

@@ -30,8 +30,9 @@ from capa_hf.generation.empty_results import empty_kinds
 from capa_hf.generation.stage1_llm import FALLBACK, check_llm_request, realizer_of
 from capa_hf.generation.stage1_plan import CellMemory, SessionPlan, plan_session, remember, session_id
 from capa_hf.generation.stage1_realize import Realization, Realizer, RequestContext, TemplateRealizer
-from capa_hf.generation.stage2_dialogue import ReferenceAssistant, ReferenceScript, reference_script
-from capa_hf.generation.stage3_checks import (CHECKS, check_answers, check_leaks, check_mechanisms,
+from capa_hf.generation.stage2_dialogue import (ReferenceAssistant, ReferenceScript, mark_second_repairs,
+                                               reference_script, refuted_refs)
+from capa_hf.generation.stage3_checks import (CHECKS, check_answers, check_attempts, check_leaks, check_mechanisms,
                                               check_repeats, check_resolved, check_voice)
 from capa_hf.generation.stage3_llm import TraceToCheck, as_check, cell_config
 from capa_hf.humaneval import load_tasks
@@ -123,7 +124,7 @@ def plan_cells(cells: list[Cell], world: World, seed: int, examples=None) -> dic
                                 world.content.mechanisms, memory, seed, examples, kinds.get(tid))
             remember(plan, memory, kinds.get(tid))
             plans[plan.session_id] = plan
-    return plans
+    return mark_second_repairs(plans, world.catalog, world.content.variants, world.content.dimensions, seed)
 
 
 def voice_slots(cells: list[Cell]) -> dict[str, int]:
@@ -178,7 +179,8 @@ def script_for(d: Draft, world: World, seed: int) -> ReferenceScript:
     source = world.content.variants.get(d.plan.task_id)
     variant = world.catalog.variant(d.plan.task_id, dict(d.plan.values))
     return reference_script(d.plan, d.realization, variant, d.problem.reference, source,
-                            world.content.dimensions, world.assistant_lines, seed)
+                            world.content.dimensions, world.assistant_lines, seed,
+                            refuted_refs(d.problem.variant_id, d.problem.test))
 
 
 def stage2(drafts: list[Draft], world: World, judge: Judge, seed: int, engine: Any = None, cache=None,
@@ -216,7 +218,8 @@ def stage2(drafts: list[Draft], world: World, judge: Judge, seed: int, engine: A
 
 def stage3(d: Draft, result: SessionRecord, world: World, script: ReferenceScript | None = None) -> list:
     """The Stage 3 checks of one session; with the reference assistant's `script`, also whether
-    each of its questions got the answer it asked for (check_answers)."""
+    each of its questions got the answer it asked for (check_answers) and each of its wrong
+    attempts failed in the sandbox before the final code passed (check_attempts)."""
     content = world.content
     tc = content.tasks[d.plan.task_id]
     kps = {k.id: k for k in tc.keypoints}
@@ -229,7 +232,9 @@ def stage3(d: Draft, result: SessionRecord, world: World, script: ReferenceScrip
         check_leaks(req, d.realization.hidden_items, kps, dict(d.plan.values), visible),
         check_repeats(req),
         check_resolved(result.solved),
-        *([check_answers([t.to_dict() for t in result.turns], script.asks)] if script is not None else []),
+        *([check_answers([t.to_dict() for t in result.turns], script.asks),
+           check_attempts([s.verdict.passed for s in result.submissions], script.wrong_attempts())]
+          if script is not None else []),
         *([llm] if llm is not None else []),
     ]
 

@@ -57,6 +57,7 @@ class SessionPlan:
     guess_first: bool = False                    # Stage 2: the reference assistant guesses first
     single_mechanism: bool = False               # only one mechanism could act (a counted relaxation)
     refused: tuple[str, ...] = ()                # hideable keypoints the visible text settles in this session
+    second_repair: bool = False                  # Stage 2: a first repair fails once more (defaults.LONG_TRACE_SHARE)
 
     def hidden_dimensions(self) -> set[str]:
         return {i.dimension for i in self.items if i.kind == "convention"}

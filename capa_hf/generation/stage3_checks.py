@@ -3,7 +3,8 @@
 A session is accepted when the request keeps the persona's voice, both of the cell's mechanisms
 act on it (or the plan could only use one: a counted relaxation), no hidden item is stated by
 the visible text, no sentence repeats, and its Stage 2 trace resolved, and (reference assistant) every question it asked got the answer it
-asked for, with no question asked twice word for word. A failing session is
+asked for, with no question asked twice word for word, and each wrong attempt it scripted
+failed the variant's tests in the sandbox before its final code passed. A failing session is
 regenerated with the next attempt's seed (pipeline.py).
 """
 
@@ -20,7 +21,8 @@ from capa_hf.simulator.reply_lines import answered
 from capa_hf.simulator.similarity import tokens
 from capa_hf.text_literals import literals
 
-CHECKS = ("persona_voice", "both_mechanisms", "no_leak", "no_repeat", "resolved", "answers_asked")
+CHECKS = ("persona_voice", "both_mechanisms", "no_leak", "no_repeat", "resolved", "answers_asked",
+          "wrong_attempts")
 # content words too common in task descriptions to say anything about a hidden rule
 GENERIC = frozenset(tokens("return returns list string number integer value element input output result given "
                            "take takes one two get gets back each every item"))
@@ -175,3 +177,13 @@ def check_answers(turns, asks) -> CheckResult:
         if q in wanted and nxt is not None and not answered(wanted[q], nxt):
             problems.append(f"turn {i + 2} does not answer the question of turn {i + 1}")
     return CheckResult("answers_asked", not problems, "; ".join(problems))
+
+
+def check_attempts(passed: list[bool], wrong: int) -> CheckResult:
+    """The reference assistant scripted `wrong` wrong attempts before its final code: the trace
+    has that many submissions plus one, every one but the last failed its judge (the sandbox on
+    the variant's tests) and the last passed. `passed`: each submission's verdict, in order."""
+    if len(passed) == wrong + 1 and not any(passed[:-1]) and passed[-1]:
+        return CheckResult("wrong_attempts", True)
+    return CheckResult("wrong_attempts", False, f"{wrong} scripted wrong attempt(s) before the final code, "
+                       f"but the submissions judged {['pass' if p else 'fail' for p in passed]}")

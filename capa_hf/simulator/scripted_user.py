@@ -70,16 +70,21 @@ class ScriptedUser:
     plans: list[Plan] = field(default_factory=list)
     log: list[dict] = field(default_factory=list)
     restated: list[str] = field(default_factory=list)    # stated conventions pointed out again
+    used_templates: list[str] = field(default_factory=list)  # templates said this session (reactions, quotes)
     name: str = "scripted"
 
     def _rotate(self, templates: Sequence[str], key: str, **slots) -> str:
+        """The first of the templates, from a seeded start, whose text was not said yet, a
+        template not used yet in the session first (a second failing check is quoted in other words)."""
         n = len(templates)
         start = _offset(f"{self.script.session_id}/{key}", n)
-        options = [templates[(start + i) % n].format(**slots) for i in range(n)]
-        for text in options:
-            if all(text not in s for s in self.said):
-                return text
-        return options[len(self.said) % n]
+        order = [templates[(start + i) % n] for i in range(n)]
+        fresh = [t for t in order if all(t.format(**slots) not in s for s in self.said)]
+        chosen = next((t for t in fresh if t not in self.used_templates), fresh[0] if fresh else None)
+        if chosen is None:
+            return order[len(self.said) % n].format(**slots)
+        self.used_templates.append(chosen)
+        return chosen.format(**slots)
 
     def plan(self, assistant_reply: str, verdict: dict | None) -> tuple[Plan, dict]:
         """The plan for this turn and the log entry that says why."""
@@ -112,21 +117,33 @@ class ScriptedUser:
         yield  # pragma: no cover - makes this a generator without yielding
 
     def reaction(self, verdict: dict) -> str:
-        """The persona's reaction to this kind of failure, its {error} slot saying what happened."""
+        """The persona's reaction to this kind of failure, its {error} slot saying what happened.
+        A later failure of the session gets a reaction, and a wording of what happened, not used
+        before in it where one is left (a second or third failure does not open like the first)."""
         kind = verdict_kind(verdict) or "error"
         slots = failure_slots(verdict)
         key = kind if slots["line"] or kind not in ("assertion", "error") else f"{kind}_no_line"
         reactions = self.script.reactions_for(kind)
         start = _offset(f"{self.script.session_id}/reaction/{kind}", len(reactions))
-        options = []
+        options = []   # (reaction template, what-happened template or None, the filled text)
         for template in (reactions[(start + k) % len(reactions)] for k in range(len(reactions))):
             # "{error} tells me ..." needs a noun phrase ("the failing check `...`"), not a clause
             table = self.script.what_happened_subject if slot_role(template) == "subject" else {}
             texts = table.get(key) or table.get(kind) or self.script.what_happened.get(key) or \
                 self.script.what_happened.get(kind)
-            error = self._rotate(texts, "happened", **slots) if texts else failure_summary(verdict)
-            options.append(fill_error(template, error))
-        return next((o for o in options if all(o not in s for s in self.said)), options[len(self.said) % len(options)])
+            if not texts:
+                options.append((template, None, fill_error(template, failure_summary(verdict))))
+                continue
+            at = _offset(f"{self.script.session_id}/happened", len(texts))
+            for happened in (texts[(at + i) % len(texts)] for i in range(len(texts))):
+                options.append((template, happened, fill_error(template, happened.format(**slots))))
+        fresh = [o for o in options if all(o[2] not in s for s in self.said)]
+        unused = [o for o in fresh if o[0] not in self.used_templates]
+        chosen = next((o for o in unused if o[1] not in self.used_templates), None) or next(iter(unused or fresh), None)
+        if chosen is None:
+            return options[len(self.said) % len(options)][2]
+        self.used_templates.extend(t for t in chosen[:2] if t is not None)
+        return chosen[2]
 
     def concession(self, item_ids: Sequence[str], assistant_reply: str) -> str:
         """A reply to the assistant's move before these answers, or "" (never twice a session)."""
