@@ -51,7 +51,8 @@ EMPTY_WORDS = re.compile(r"\b(?:the |an |plain |natural )?empty (?:result|answer
 HABIT_WORDS = re.compile(r"\b(?:always|every|everywhere|never|for me|whatever the task)\b", re.IGNORECASE)
 STIFF_SLIPS = re.compile(
     r"means what it always means|nothing exotic:|same definition i always use|loud vowels|about that many|"
-    r"right down to the bottom|squared-ish", re.IGNORECASE)
+    r"right down to the bottom|squared-ish|the team way\b|the treatment we always give them|the way our team always defines it",
+    re.IGNORECASE)
 # how a gloss names its field noun: in double quotes (stage1_phrases.yaml lexicon_gloss)
 _GLOSSED = re.compile(r"\"([^\"\n]+)\"")
 
