@@ -4,7 +4,8 @@
 import pytest
 
 from capa_hf.content import load_content
-from capa_hf.generation.fluency_checks import foreign_words, gloss_slips, swap_slips, template_slips
+from capa_hf.generation.fluency_checks import (empty_slips, field_slips, foreign_words, gloss_slips, operator_slips,
+                                               stiff_slips, swap_slips, template_slips)
 from capa_hf.generation.stage1_lexicon import MAX_SWAPS, Mapping, kept_phrases, mapping_for, same_meaning
 
 
@@ -134,3 +135,108 @@ def test_validate_content_reports_a_kit_with_another_personas_words(monkeypatch)
     broken["P03"] = p03.model_copy(update={"voice": kit})
     errors = voice_errors(type("C", (), {"personas": broken, "lexicons": content.lexicons})())
     assert errors and "P03" in errors[0] and "curriculum" in errors[0]
+
+
+# the second blind review's quotes (held-out sessions of the 0.3.0 candidate)
+OPERATOR_QUOTES = ("Just run it on my data and tell me what you get.",
+                   "Try it on my current dataset and tell me what you get.",
+                   "You can see the verdict on my screen; work it out from there.",
+                   "The data is sitting on my laptop; go through it and report what you get.",
+                   "Have a look at my data and work out what the answer should be.",
+                   "When there's nothing loaded on my side, handle it the normal way.",
+                   "If the string on my side is empty, do what my other scripts do.",
+                   "Peek at my workspace and you'll see what the sentences should be.")
+FIELD_QUOTES = ("if the string comes in empty, do what's normally done in freight.",
+                "Give the sorted quantities back in the kind of container logistics would use.",
+                "Hand the letter grades back in the usual form for the warehouse.",
+                "Number things the way you would in trading.",
+                "Positions start where they start in clinical research.",
+                "um an empty input gets the treatment it gets in my course.")
+
+
+def test_the_second_reviews_slips_are_caught():
+    for quote in OPERATOR_QUOTES:
+        assert operator_slips(quote), quote
+    for quote in FIELD_QUOTES:
+        assert field_slips(quote), quote
+    for quote in ("If the list of operations is empty, return the empty result rather than failing.",
+                  "When the text is empty, give back the plain empty answer.",
+                  "With nothing in the string to search, the result is the natural empty one, not an error."):
+        assert empty_slips(quote, "bool") and empty_slips(quote, "zero"), quote
+        assert not empty_slips(quote, "empty container"), quote
+    # a habit speaks of every task, so its examples are no slip
+    assert not empty_slips("On empty input I always want the natural empty answer back. Return False.", "bool")
+    for quote in ("Have the largest numbers run from largest to smallest.",
+                  "Order the largest numbers from largest to smallest.", "Task. The task, in short: undo it",
+                  "Everybody on the team knows what the cleaned text and the palindrome verdict means here.",
+                  "Package the picked quantities as it would be packaged in the warehouse."):
+        assert template_slips(quote), quote
+    for quote in ("Every term here means what it always means on our side.", "Nothing exotic: our standard definition.",
+                  "same definition i always use for this kind of problem.", "Keep the words with about that many consonants."):
+        assert stiff_slips(quote), quote
+    for fine in ("Make it read the bit strings the way my export writes it.", "Work done in the lab last week",
+                 "Count positions the way rows are counted in our freight manifests.",
+                 "If the list is empty, return False rather than failing."):
+        assert not (operator_slips(fine) + field_slips(fine) + empty_slips(fine, "bool") + stiff_slips(fine)), fine
+
+
+def _family_lines():
+    """Every phrase a stand-in family or a convention's vague lines can put into a request."""
+    import yaml
+    from capa_hf.paths import DATA_DIR
+
+    phrases = yaml.safe_load((DATA_DIR / "stage1_phrases.yaml").read_text())
+    out = [(op, line) for op in ("habitual", "operator", "deixis") for lines in phrases[op].values() for line in lines]
+    for dim in yaml.safe_load((DATA_DIR / "conventions.yaml").read_text())["dimensions"]:
+        out += [(op, line) for op, lines in dim["vague"].items() for line in lines]
+        out += [("state", line) for v in dim["values"] for line in v["state"]]
+    voice = yaml.safe_load((DATA_DIR / "persona_voice.yaml").read_text())
+    out += [("habitual", line) for lines in voice["solo_habitual"].values() for line in lines]
+    return out
+
+
+def test_no_family_line_asks_for_results_names_a_whole_field_or_reads_stiff():
+    lines = _family_lines()
+    assert len(lines) > 400
+    bad = [(op, line) for op, line in lines if operator_slips(line) or stiff_slips(line) or template_slips(line)
+           or "{discipline}" in line]
+    assert not bad, bad
+
+
+def test_no_request_has_an_operator_field_empty_or_stiff_slip(sessions):
+    """Over all 600 requests and their clarifications; a keypoint's own vague line (curated per
+    task in keypoints/*.yaml) is left to the data test of its own file."""
+    from capa_hf.generation.empty_results import empty_kinds
+
+    kinds = empty_kinds()
+    bad = []
+    for cell, ctx, _, r in sessions:
+        own = [k.vague for k in ctx.content.keypoints]
+        texts = [r.initial_request.replace(r.opener, "", 1)] + [h.clarification for h in r.hidden_items]
+        for t in texts:
+            for line in own:
+                t = t.replace(line, "").replace(line[:1].lower() + line[1:], "")
+            problems = (operator_slips(t) + field_slips(t) + stiff_slips(t) + template_slips(t)
+                        + empty_slips(t, kinds.get(ctx.plan.task_id)))
+            if problems:
+                bad.append((ctx.session_id, problems))
+    assert not bad, bad[:5]
+
+
+def test_a_field_practice_stands_in_only_for_the_dimensions_it_settles():
+    from capa_hf.generation.persona_voice import persona_voice
+
+    voice = persona_voice()
+    assert set(voice.practices) == set(load_content().personas)
+    assert voice.practice("P02", "indexing") == "our freight manifests"
+    assert voice.practice("P02", "case") is None      # freight manifests settle no letter case
+
+
+def test_the_neutral_empty_case_names_a_bool_number_or_string_result():
+    from capa_hf.generation.empty_results import neutral_state_forms
+
+    assert any("return False" in f for f in neutral_state_forms("HumanEval/3"))
+    assert any("return 0" in f for f in neutral_state_forms("HumanEval/23"))
+    assert any("an empty string" in f for f in neutral_state_forms("HumanEval/10"))
+    assert neutral_state_forms("HumanEval/1") == ()           # an empty container: the dimension's lines
+    assert not any("1" in f for f in neutral_state_forms("HumanEval/18"))   # two empty strings give 1

@@ -62,6 +62,41 @@ def empty_kinds(path: Path | None = None) -> dict[str, str]:
     return {tid: result_kind(res) for tid, (_, res) in load_empty_results(path).items()}
 
 
+# the kinds whose neutral result a request names outright; an empty container keeps the
+# dimension's own lines (its type follows the container convention); any other result (a count of
+# 1 for two empty strings, -1, a hash) gets the `state_other` lines, which name no value
+NAMED_KINDS = ("bool", "zero", "empty string")
+
+
+def _forms(raw, key: str, path, slot: str | None) -> list[str]:
+    forms = raw.get(key)
+    if not isinstance(forms, list) or not forms or not all(
+            isinstance(f, str) and (slot is None or slot in f) for f in forms):
+        raise DataFileError(path, f"expected {key!r}: a list of phrasings" + (f" with a {slot} slot" if slot else ""),
+                            field=key)
+    return forms
+
+
+@lru_cache(maxsize=4)
+def neutral_state_forms(task_id: str, path: Path | None = None) -> tuple[str, ...]:
+    """How a request states empty_input=neutral for this task when its empty result is not an
+    empty container: the `state` forms of empty_results.yaml with {empty} filled ("False", "0",
+    "an empty string"), or the `state_other` forms; () for an empty container or an unknown task
+    (the dimension's own lines apply)."""
+    path = path or DATA_DIR / "empty_results.yaml"
+    entry = load_empty_results(path).get(task_id)
+    if entry is None:
+        return ()
+    kind = result_kind(entry[1])
+    if kind == "empty container":
+        return ()
+    raw = read_yaml(path)
+    if kind not in NAMED_KINDS:
+        return tuple(_forms(raw, "state_other", path, None))
+    empty = "an empty string" if kind == "empty string" else repr(entry[1])
+    return tuple(f.replace("{empty}", empty) for f in _forms(raw, "state", path, "{empty}"))
+
+
 def empty_result_jobs(sources, tasks, dims, path: Path | None = None) -> list[tuple[str, object, object]]:
     """(task id, expected result, CheckJob) per task: the neutral reference on the empty call must
     return the recorded result (the check raises nothing then)."""

@@ -19,6 +19,13 @@ class PersonaVoice:
     solo_habitual: dict[str, tuple[str, ...]]  # keypoint category or dimension -> solo phrasings
     fields: dict[str, str] = None              # persona id -> how it names its field after "in"
     owned: tuple = ()                          # (pattern, persona ids that may use its words)
+    practices: dict = None                     # persona id -> (its own records, dimensions they settle)
+
+    def practice(self, persona_id: str, dimension: str) -> str | None:
+        """The persona's own records ("our freight manifests") when their practice plausibly
+        settles `dimension`; None when it does not (another family stands in then)."""
+        words, dims = (self.practices or {}).get(persona_id, (None, frozenset()))
+        return words if dimension in dims else None
 
     def speaks_for_group(self, text: str) -> bool:
         return bool(self.group.search(text))
@@ -56,6 +63,12 @@ def persona_voice(path=None) -> PersonaVoice:
     if not isinstance(owned, list) or not all(isinstance(o, dict) and isinstance(o.get("personas"), list)
                                               for o in owned):
         raise DataFileError(path, "expected 'owned': a list of {words, personas}", field="owned")
+    practices = raw.get("practices", {})
+    if not isinstance(practices, dict) or not all(
+            isinstance(v, dict) and isinstance(v.get("words"), str) and isinstance(v.get("dimensions"), list)
+            for v in practices.values()):
+        raise DataFileError(path, "expected 'practices': persona id -> {words, dimensions}", field="practices")
     return PersonaVoice(frozenset(solo), _words(raw, "group_words", path), _words(raw, "reported_speech", path),
                         {k: tuple(v) for k, v in forms.items()}, dict(fields),
-                        tuple((_words(o, "words", path), frozenset(o["personas"])) for o in owned))
+                        tuple((_words(o, "words", path), frozenset(o["personas"])) for o in owned),
+                        {k: (v["words"], frozenset(v["dimensions"])) for k, v in practices.items()})

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
+from capa_hf.generation.empty_results import neutral_state_forms
 from capa_hf.generation.persona_voice import persona_voice
 from capa_hf.generation.stand_ins import fitting
 from capa_hf.generation.stage1_lexicon import MAX_SWAPS, Mapping, fix_articles, mapping_for, wants_an
@@ -108,19 +109,33 @@ _AGREE = {"is": "are", "has": "have", "hits": "hit", "was": "were", "comes": "co
           "looks": "look"}
 
 
-def fill(template: str, ctx: RequestContext) -> str:
+def fill(template: str, ctx: RequestContext, practice: str | None = None) -> str:
     """Fill a phrasing's slots; a verb right after a plural {input} agrees with it, and "sort the
     sorted words" loses its echo."""
     nouns = ctx.source.nouns if ctx.source else None
     result = nouns.result if nouns else "the result"
     noun_in = nouns.input if nouns else "the input"
+    if re.search(r"\b(?:largest|smallest)\b", result) and re.search(
+            r"\b(?:largest|smallest) to (?:largest|smallest)\b|ascending|descending", template):
+        result = "them"     # not "order the largest numbers from largest to smallest"
     if is_plural(noun_in):
         template = re.sub(r"\{input\}( on my side| on my machine)? (is|has|hits|was|comes|turns|looks)\b",
                           lambda m: "{input}" + (m.group(1) or "") + " " + _AGREE[m.group(2)], template)
         template = re.sub(r"(\{input\}[^.;]*?\bnothing in )it\b", r"\1them", template)
     field = (persona_voice().fields or {}).get(ctx.persona.id, ctx.lexicon.name)
-    text = template.format(result=result, input=noun_in, discipline=field)
+    text = template.format(result=result, input=noun_in, discipline=field, practice=practice or field)
     return re.sub(r"\b(Sort|Order|Rank|sort|order|rank) the sorted\b", r"\1 the", text)
+
+
+def state_forms(ctx: RequestContext, dimension: str, value: str) -> tuple[str, ...]:
+    """How a request states a convention value plainly: the dimension's `state` lines, except that
+    the neutral empty-input value of a task whose empty result is a bool, a number or a string
+    names that result ("return False"): "the empty result" of a True/False check is no answer."""
+    if dimension == "empty_input" and value == "neutral":
+        forms = neutral_state_forms(ctx.plan.task_id)
+        if forms:
+            return forms
+    return ctx.dimensions[dimension].value(value).state
 
 
 def user_phrasing(options, ctx: RequestContext, *key) -> str:
@@ -180,7 +195,11 @@ class TemplateRealizer:
             op = "vague"      # "same as the other one" needs an other one where the point came up
         if item.kind == "convention":
             dim = ctx.dimensions[item.dimension]
-            text = fill(user_phrasing(in_voice(dim.vague[op], ctx.persona, op, dim.id), ctx, item.mechanism.id, dim.id), ctx)
+            practice = persona_voice().practice(ctx.persona.id, dim.id) if op == "lexicon" else None
+            # a field's records settle only some dimensions; for the rest a habit stands in
+            family = "habitual" if op == "lexicon" and practice is None else op
+            text = fill(user_phrasing(in_voice(dim.vague[family], ctx.persona, family, dim.id), ctx, item.mechanism.id,
+                                      dim.id), ctx, practice)
             return (mapping.swap(text) if op == "lexicon" else (text, []))
         kp = item.keypoint
         if op == "vague":
@@ -197,7 +216,8 @@ class TemplateRealizer:
         if item.kind == "convention":
             value = ctx.dimensions[item.dimension].value(item.value)
             habit = pick(value.habit, ctx.seed, ctx.session_id, ctx.attempt, "habit", item.dimension)
-            state = fill(pick(value.state, ctx.seed, ctx.session_id, "state", item.dimension), ctx)
+            state = fill(pick(state_forms(ctx, item.dimension, item.value), ctx.seed, ctx.session_id, "state",
+                              item.dimension), ctx)
             text = f"{sentence(habit)} {sentence(first_upper(state))}"
         else:   # the dimension-neutral line when there is one: the variant may differ from HumanEval
             neutral = ctx.source.neutral_plain if ctx.source else {}
@@ -261,7 +281,7 @@ class TemplateRealizer:
             if text:
                 slots.append((item.order, sentence(first_upper(text))))
         for d, value in plan.stated:
-            state = fill(pick(ctx.dimensions[d].value(value).state, ctx.seed, ctx.session_id, "state", d), ctx)
+            state = fill(pick(state_forms(ctx, d, value), ctx.seed, ctx.session_id, "state", d), ctx)
             order = int(conv_kp[d][3:]) if d in conv_kp else 100
             slots.append((order, sentence(first_upper(state))))
             plain.append(state)
@@ -286,7 +306,9 @@ class TemplateRealizer:
         rng = rng_for(*key, "layout")
         opener, closer = dealt(voice.openers, ctx, "opener"), dealt(voice.closers, ctx, "closer")
         # an opener that already asks for a function is not followed by "I need a function to ..."
-        frames = [f for f in GIST_FRAMES if not ("function" in f and re.search(r"\bfunction\b", opener, re.I))]
+        # ... and one that names the task is not followed by "The task, in short: ..."
+        frames = [f for f in GIST_FRAMES if not any(w in f.lower() and re.search(rf"\b{w}\b", opener, re.I)
+                                                    for w in ("function", "task"))]
         frame = pick(frames, *key, "gist-frame")
         g = gist.strip().rstrip(".")
         goal = sentence(frame.format(Gist=first_upper(g) + ".", gist=g[:1].lower() + g[1:]))
