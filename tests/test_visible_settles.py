@@ -120,6 +120,7 @@ def _with_neutral(src, **lines):
     ("HumanEval/86", "kp_04", "Don't mess with the overall layout of the sentence.", "layout of the sentence"),
     ("HumanEval/133", "kp_02", "Total them up in the squared-ish way.", "squared-ish"),
     ("HumanEval/151", "kp_02", "Total up the odd-looking ones.", "odd-looking"),
+    ("HumanEval/87", "kp_03", "Order them by row in the natural direction.", "in the natural direction"),
 ])
 def test_a_stand_in_that_all_but_names_its_keypoint_is_refused(content, task, kp, vague, cue):
     tc, src = content.tasks[task], content.variants[task]
