@@ -11,7 +11,7 @@ from pathlib import Path
 from capa_hf.data_files import parse_record, read_yaml
 from capa_hf.errors import DataFileError
 from capa_hf.paths import DATA_DIR
-from capa_hf.schema.convention import Dimension
+from capa_hf.schema.convention import Dimension, VariantSource
 
 
 def load_dimensions(path: Path | None = None) -> dict[str, Dimension]:
@@ -29,4 +29,23 @@ def load_dimensions(path: Path | None = None) -> dict[str, Dimension]:
             raise DataFileError(path, f"duplicate constant {dim.constant!r}", field=f"dimensions.{i}.constant")
         out[dim.id] = dim
         constants.add(dim.constant)
+    return out
+
+
+def task_dimensions(dimensions: dict[str, Dimension], source: VariantSource | None) -> dict[str, Dimension]:
+    """The dimensions as one task's user speaks of them: a value's state lines replaced by the
+    task's own (`state_lines` of its variants file) where it has them. A value the dimension does
+    not have is an error naming the task."""
+    if source is None or not source.state_lines:
+        return dimensions
+    out = dict(dimensions)
+    for dim, lines in source.state_lines.items():
+        known = set(dimensions[dim].value_ids())
+        odd = sorted(set(lines) - known)
+        if odd:
+            raise DataFileError(DATA_DIR / "variants" / f"{source.task_id.replace('/', '_')}.yaml",
+                                f"state_lines.{dim} names {odd}, expected values of {sorted(known)}")
+        values = tuple(v.model_copy(update={"state": tuple(lines[v.id])}) if v.id in lines else v
+                       for v in dimensions[dim].values)
+        out[dim] = dimensions[dim].model_copy(update={"values": values})
     return out

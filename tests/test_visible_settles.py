@@ -8,7 +8,8 @@ from capa_hf.errors import CapaError
 from capa_hf.generation.pipeline import World, plan_cells
 from capa_hf.generation.stage1_plan import settlers
 from capa_hf.schema.convention import VariantSource
-from capa_hf.variants.visible_settles import check_settles, data_type_problems, dimension_problems, result_part
+from capa_hf.variants.visible_settles import (check_settles, data_type_problems, dimension_problems, keypoint_problems,
+                                              result_part)
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +103,72 @@ def test_a_data_type_stand_in_may_not_name_the_result_kind(content):
     assert any("'yes'" in p for p in data_type_problems(said, src))
     assert data_type_problems(tc, src) == []
     assert result_part("Give it a number and get the answer back.") == "get the answer back."
+
+
+def _with_kp(tc, kid, **kw):
+    return tc.model_copy(update={"keypoints": tuple(
+        k.model_copy(update=kw) if k.id == kid else k for k in tc.keypoints)})
+
+
+def _with_neutral(src, **lines):
+    return src.model_copy(update={"neutral_plain": {**src.neutral_plain, **lines}})
+
+
+@pytest.mark.parametrize("task,kp,vague,cue", [
+    ("HumanEval/58", "kp_04", "Don't clutter it with repeats.", "clutter it with repeats"),
+    ("HumanEval/7", "kp_02", "Keep the ones that have that bit in them.", "have that bit in them"),
+    ("HumanEval/86", "kp_04", "Don't mess with the overall layout of the sentence.", "layout of the sentence"),
+    ("HumanEval/133", "kp_02", "Total them up in the squared-ish way.", "squared-ish"),
+    ("HumanEval/151", "kp_02", "Total up the odd-looking ones.", "odd-looking"),
+    ("HumanEval/87", "kp_03", "Order them by row in the natural direction.", "in the natural direction"),
+])
+def test_a_stand_in_that_all_but_names_its_keypoint_is_refused(content, task, kp, vague, cue):
+    tc, src = content.tasks[task], content.variants[task]
+    assert keypoint_problems(tc, src) == []
+    assert any(f"({cue!r})" in p for p in keypoint_problems(_with_kp(tc, kp, vague=vague), src))
+
+
+def test_a_line_that_shows_the_result_kind_of_a_hidden_data_type_keypoint_is_refused(content):
+    tc, src = content.tasks["HumanEval/3"], content.variants["HumanEval/3"]
+    bad = _with_neutral(src, kp_04="When there are transactions and the balance never gets into trouble, return False.")
+    assert any(p.startswith("kp_04 can show while kp_01 is hidden") for p in keypoint_problems(tc, bad))
+    tagged = bad.model_copy(update={"settles": {**bad.settles, "kp_04": ("kp_01",)}})
+    assert not any(p.startswith("kp_04") for p in keypoint_problems(tc, tagged))
+
+
+@pytest.mark.parametrize("task,kp,line", [
+    ("HumanEval/70", "kp_03", "An empty list returns an empty list."),
+    ("HumanEval/88", "kp_04", "Leave the original list untouched and return a new one."),
+])
+def test_a_line_that_names_the_container_is_refused_while_the_container_is_hidden(content, task, kp, line):
+    tc, src = content.tasks[task], content.variants[task]
+    assert dimension_problems(tc, src) == []
+    assert any(p.startswith(f"{kp} can show while container is hidden")
+               for p in dimension_problems(tc, _with_neutral(src, **{kp: line})))
+
+
+@pytest.mark.parametrize("task,tie,key,line", [
+    ("HumanEval/116", "kp_03", "kp_02", "When two numbers have the same number of 1 bits, put the smaller value first."),
+    ("HumanEval/149", "kp_04", "kp_03", "Strings with the same length are put in alphabetical order."),
+])
+def test_a_tie_break_line_that_names_the_main_sort_key_is_refused(content, task, tie, key, line):
+    tc, src = content.tasks[task], content.variants[task]
+    assert any(p.startswith(f"{tie} can show while {key} is hidden and breaks ties")
+               for p in keypoint_problems(tc, _with_neutral(src, **{tie: line})))
+
+
+def test_every_other_entry_left_alone_is_refused_while_another_rule_is_hidden(content):
+    tc, src = content.tasks["HumanEval/142"], content.variants["HumanEval/142"]
+    bad = _with_neutral(src, kp_04="Leave every other entry as it is, then return the sum of all entries.")
+    assert any(p.startswith("kp_04 can show while kp_02 is hidden") for p in keypoint_problems(tc, bad))
+
+
+def test_a_stated_sort_order_keeps_the_number_ordering_in_sight(plans):
+    """HumanEval/19: 'from largest to smallest' orders digit words by number (settles kp_03: [kp_02]);
+    kp_03 is the sort_order keypoint, in sight exactly when the order is stated."""
+    w, all_plans = plans
+    sessions = [p for p in all_plans.values() if p.task_id == "HumanEval/19"]
+    stated = [p for p in sessions if "sort_order" in dict(p.stated)]
+    assert stated
+    for p in stated:
+        assert "kp_02" not in {i.keypoint.id for i in p.items if i.kind == "task"}, p.session_id

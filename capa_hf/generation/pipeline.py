@@ -23,6 +23,7 @@ from runners.engine import engine_label
 from runners.types import Sampling
 
 from capa_hf.content import Content, load_assistant_lines, load_content, load_stage1_phrases, load_user_lines
+from capa_hf.conventions import task_dimensions
 from capa_hf.defaults import GREEDY, HISTORY_SIZE, JUDGE, MAX_ATTEMPTS, STAGE2_MAX_TOKENS, USER
 from capa_hf.design import default_design
 from capa_hf.errors import CapaError
@@ -144,7 +145,8 @@ def request_context(cell: Cell, plan: SessionPlan, world: World, seed: int, atte
     persona = content.personas[cell.persona_id]
     return RequestContext(cell=cell, persona=persona, lexicon=content.lexicons[persona.discipline],
                           content=content.tasks[tid], source=content.variants.get(tid),
-                          dimensions=content.dimensions, plan=plan, phrases=world.phrases, seed=seed,
+                          dimensions=task_dimensions(content.dimensions, content.variants.get(tid)),
+                          plan=plan, phrases=world.phrases, seed=seed,
                           attempt=attempt, voice_slot=slot)
 
 
@@ -168,7 +170,8 @@ def brief_for(d: Draft, world: World) -> UserBrief:
     content = world.content
     return UserBrief(session_id=d.session_id, hidden_items=d.realization.hidden_items,
                      keypoints={k.id: k for k in content.tasks[d.plan.task_id].keypoints},
-                     dimensions=content.dimensions, persona=content.personas[d.cell.persona_id],
+                     dimensions=task_dimensions(content.dimensions, content.variants.get(d.plan.task_id)),
+                     persona=content.personas[d.cell.persona_id],
                      user_lines=world.user_lines, reference=d.problem.reference,
                      task_prompt=world.tasks[d.plan.task_id].prompt, initial_request=d.realization.initial_request,
                      variant_id=d.problem.variant_id)

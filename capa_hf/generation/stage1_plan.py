@@ -228,6 +228,9 @@ def plan_session(cell: Cell, position: int, content: TaskContent, source: Varian
                                  kps.get(conv_kp[d]) if d in conv_kp else None, d, cell.profile[d], shown, unasked))
     refused: tuple[str, ...] = ()
     if role in ("learn", "mixed"):
+        # a stated dimension's value line stands where its convention keypoint would: in sight
+        said = {d for d, _ in stated}
+        unseen = frozenset(k for d, k in conv_kp.items() if k not in neutral_lines and d not in said)
         free = hideable_keypoints(content, source)
         refuters = session_refuters(content, source, dict(values), examples, items, stated)
         taken = task_items(cell, role, items, free, mechanisms, rng, refuters, unseen)

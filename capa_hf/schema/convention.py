@@ -102,6 +102,11 @@ class VariantSource(Record):
         default_factory=dict, description="A visible source ('gist' or a keypoint id, whose visible line is "
                                           "meant) -> the keypoints and dimensions that line settles for a reader; "
                                           "Stage 1 hides none of them while the source is in sight.")
+    state_lines: dict[str, dict[str, tuple[str, ...]]] = Field(
+        default_factory=dict, description="Dimension id -> value id -> how this task's user states the value "
+                                          "plainly, in place of the dimension's own state lines where those "
+                                          "would be false for the task (the planets task has no limit, only "
+                                          "two named ends).")
     humaneval_test: bool = Field(
         default=False, description="Judge by HumanEval's own test instead of regenerated ones: for a task "
                                    "that exercises no dimension and whose test is a property check (HumanEval/32).")
@@ -120,6 +125,11 @@ class VariantSource(Record):
             if odd or src in targets:
                 raise ValueError(f"settles.{src}: {odd or [src]} is neither another keypoint id nor one of "
                                  f"this task's dimensions")
+        for dim, lines in self.state_lines.items():
+            if dim not in self.dimensions:
+                raise ValueError(f"state_lines.{dim}: not one of this task's dimensions")
+            if not lines or any(not forms for forms in lines.values()):
+                raise ValueError(f"state_lines.{dim}: expected value id -> at least one line")
         both = set(self.convention_keypoints) & set(self.misreadings)
         if both:
             raise ValueError(f"keypoints {sorted(both)} are convention keypoints and cannot have misreadings")

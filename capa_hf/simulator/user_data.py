@@ -89,7 +89,8 @@ def stated_line(task_id: str, dimension: str, value: str, request: str = "") -> 
     """How the user states a convention plainly: the `state` line its request used (when one of
     them is in it), else the first, with the task's nouns."""
     nouns = {"result": "the result", "input": "the input", **(_variants_file(task_id).get("nouns") or {})}
-    forms = [f.format(**nouns) for f in _dimensions()[dimension].value(value).state]
+    own = ((_variants_file(task_id).get("state_lines") or {}).get(dimension) or {}).get(value)
+    forms = [f.format(**nouns) for f in (own or _dimensions()[dimension].value(value).state)]
     low = request.lower()
     return next((f for f in forms if f.lower().rstrip(".") in low), forms[0])
 
