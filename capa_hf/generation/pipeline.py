@@ -43,6 +43,7 @@ from capa_hf.simulator.brief import UserBrief
 from capa_hf.simulator.cast import cast_episode
 from capa_hf.simulator.protocols import Judge, build_judge, judge_engine_role
 from capa_hf.simulator.problem import Problem
+from capa_hf.simulator.user_data import names_other_item
 from capa_hf.variants.catalog import VariantCatalog
 from capa_hf.variants.visible_examples import ExampleCheck, check_examples, load_keypoint_examples
 from capa_hf.version import PIPELINE_VERSION
@@ -180,7 +181,8 @@ def script_for(d: Draft, world: World, seed: int) -> ReferenceScript:
     variant = world.catalog.variant(d.plan.task_id, dict(d.plan.values))
     return reference_script(d.plan, d.realization, variant, d.problem.reference, source,
                             world.content.dimensions, world.assistant_lines, seed,
-                            refuted_refs(d.problem.variant_id, d.problem.test))
+                            refuted_refs(d.problem.variant_id, d.problem.test),
+                            keypoints=tuple(world.content.tasks[d.plan.task_id].keypoints))
 
 
 def stage2(drafts: list[Draft], world: World, judge: Judge, seed: int, engine: Any = None, cache=None,
@@ -216,6 +218,19 @@ def stage2(drafts: list[Draft], world: World, judge: Judge, seed: int, engine: A
     return results
 
 
+def off_item_questions(d: Draft, script: ReferenceScript, tc) -> dict[str, str]:
+    """Scripted question -> the other keypoint it names first, for each question asked about a
+    signature keypoint that another keypoint settles (user_data.names_other_item)."""
+    kp_of = {h.clarification: h.keypoint_id for h in d.realization.hidden_items if h.kind == "task"}
+    out = {}
+    for (clarification, question), bare in zip(script.asks, script.questions or [q for _, q in script.asks]):
+        kid = kp_of.get(clarification)
+        other = names_other_item(bare, d.plan.task_id, kid, tc.keypoints) if kid else None
+        if other is not None:
+            out[question] = other
+    return out
+
+
 def stage3(d: Draft, result: SessionRecord, world: World, script: ReferenceScript | None = None) -> list:
     """The Stage 3 checks of one session; with the reference assistant's `script`, also whether
     each of its questions got the answer it asked for (check_answers) and each of its wrong
@@ -232,7 +247,7 @@ def stage3(d: Draft, result: SessionRecord, world: World, script: ReferenceScrip
         check_leaks(req, d.realization.hidden_items, kps, dict(d.plan.values), visible),
         check_repeats(req),
         check_resolved(result.solved),
-        *([check_answers([t.to_dict() for t in result.turns], script.asks),
+        *([check_answers([t.to_dict() for t in result.turns], script.asks, off_item_questions(d, script, tc)),
            check_attempts([s.verdict.passed for s in result.submissions], script.wrong_attempts())]
           if script is not None else []),
         *([llm] if llm is not None else []),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Mapping
 
 from capa_hf.data_files import read_yaml
 from capa_hf.paths import DATA_DIR
@@ -160,12 +161,16 @@ def check_resolved(resolved: bool) -> CheckResult:
     return CheckResult("resolved", resolved, "" if resolved else "the session's trace did not pass")
 
 
-def check_answers(turns, asks) -> CheckResult:
-    """Every question of the trace is asked once, and each scripted question's next user turn
-    reveals the item it asks about. `turns` are {"role", "content"} mappings; `asks` the script's
-    (clarification, question) pairs."""
+def check_answers(turns, asks, off_item: Mapping[str, str] | None = None) -> CheckResult:
+    """Every question of the trace is asked once, each scripted question is about the item it
+    asks for, and each one's next user turn reveals that item. `turns` are {"role", "content"}
+    mappings; `asks` the script's (clarification, question) pairs; `off_item`: scripted question
+    -> the other keypoint it names first (user_data.names_other_item: a question about what the
+    result counts, set on the signature item, is answered with the signature line)."""
     wanted = {q: a for a, q in asks}
     problems, seen = [], set()
+    for q, other in (off_item or {}).items():
+        problems.append(f"a question is about {other}, not the item it asks for: {q[:60]!r}")
     for i, t in enumerate(turns):
         if t["role"] != "assistant" or "```" in t["content"]:
             continue
