@@ -32,7 +32,8 @@ from capa_hf.generation.stage1_plan import CellMemory, SessionPlan, plan_session
 from capa_hf.generation.stage1_realize import Realization, Realizer, RequestContext, TemplateRealizer
 from capa_hf.generation.stage2_dialogue import (ReferenceAssistant, ReferenceScript, mark_second_repairs,
                                                reference_script, refuted_refs)
-from capa_hf.generation.stage3_checks import (CHECKS, check_answers, check_attempts, check_leaks, check_mechanisms,
+from capa_hf.generation.stage3_checks import (CHECKS, check_answers, check_attempts, check_joins, check_leaks,
+                                              check_mechanisms,
                                               check_repeats, check_resolved, check_voice)
 from capa_hf.generation.stage3_llm import TraceToCheck, as_check, cell_config
 from capa_hf.humaneval import load_tasks
@@ -250,6 +251,8 @@ def stage3(d: Draft, result: SessionRecord, world: World, script: ReferenceScrip
         *([check_answers([t.to_dict() for t in result.turns], script.asks, off_item_questions(d, script, tc)),
            check_attempts([s.verdict.passed for s in result.submissions], script.wrong_attempts())]
           if script is not None else []),
+        check_joins([t.to_dict() for t in result.turns],
+                    [f for forms in (world.user_lines.get("what_happened") or {}).values() for f in forms]),
         *([llm] if llm is not None else []),
     ]
 

@@ -23,7 +23,7 @@ from capa_hf.simulator.similarity import tokens
 from capa_hf.text_literals import literals
 
 CHECKS = ("persona_voice", "both_mechanisms", "no_leak", "no_repeat", "resolved", "answers_asked",
-          "wrong_attempts")
+          "wrong_attempts", "no_joins")
 # content words too common in task descriptions to say anything about a hidden rule
 GENERIC = frozenset(tokens("return returns list string number integer value element input output result given "
                            "take takes one two get gets back each every item"))
@@ -182,6 +182,38 @@ def check_answers(turns, asks, off_item: Mapping[str, str] | None = None) -> Che
         if q in wanted and nxt is not None and not answered(wanted[q], nxt):
             problems.append(f"turn {i + 2} does not answer the question of turn {i + 1}")
     return CheckResult("answers_asked", not problems, "; ".join(problems))
+
+
+# words after which a failure report must be a noun phrase, not a clause
+OBJECT_WORDS = "with|on|of|from|by|about|at|got|get|see|saw"
+
+
+def _form_pattern(template: str) -> str | None:
+    """A `what_happened` line as a regex (None for one that opens with a bare slot, which would
+    match anything): a quoted line is one code span, an exception one word, a message one line."""
+    if template.startswith(("{exception}", "{message}")):
+        return None
+    out = re.escape(template)
+    for slot, rx in (("`{line}`", "`[^`\\n]*`"), ("{line}", "[^\\n]+?"), ("{exception}", "[A-Za-z_.]+"),
+                     ("{message}", "[^\\n]+?")):
+        out = out.replace(re.escape(slot), rx)
+    return out
+
+
+def check_joins(turns, clause_forms) -> CheckResult:
+    """No user turn joins two templates into a broken sentence: a failure report written as a
+    clause (`clause_forms`: the user_lines `what_happened` lines, "the check `X` gets a different
+    result") after a word that needs a noun phrase ("It fails with the result is wrong at ..."),
+    or a clause report inside another ("failed with the check `X` gets ...")."""
+    forms = [p for p in dict.fromkeys(_form_pattern(f) for f in clause_forms if f) if p]
+    pattern = re.compile(r"(?i)\b(?:" + OBJECT_WORDS + r") (?:" + "|".join(forms) + ")") if forms else None
+    problems = []
+    for i, t in enumerate(turns):
+        if t["role"] == "user" and pattern is not None:
+            m = pattern.search(t["content"])
+            if m:
+                problems.append(f"turn {i + 1} joins two lines: {m.group(0)[:70]!r}")
+    return CheckResult("no_joins", not problems, "; ".join(problems))
 
 
 def check_attempts(passed: list[bool], wrong: int) -> CheckResult:

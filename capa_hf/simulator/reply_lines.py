@@ -76,14 +76,23 @@ def made_move(reply: str, cues: Sequence[str]) -> bool:
 
 
 _AFTER_SLOT = re.compile(r"\{error\}(?= ([a-z]+))")
+_BEFORE_SLOT = re.compile(r"([A-Za-z]+) \(?\{error\}")
+# words after which the slot is an object: a clause ("the check ... gets a different result")
+# cannot stand there, a noun phrase ("the failing check `...`") can
+NOUN_SLOT_AFTER = frozenset({"with", "on", "of", "from", "by", "about", "at", "got", "get", "see", "saw"})
 JOINING_WORDS = frozenset({"and", "or", "but"})
 SUBJECT_VERBS = frozenset({"tells", "shows", "means", "says", "proves"})
 _END = re.compile(r"[.!?:)>\]]$")
 
 
 def slot_role(template: str) -> str:
-    """How a reaction uses its {error} slot: "subject" ("{error} tells me ..."), "clause" (a
-    lowercase word follows that is no conjunction: a comma must part them), or "plain"."""
+    """How a reaction uses its {error} slot: "subject" when it needs a noun phrase ("{error}
+    tells me ...", or after a preposition or an object verb: "fails with {error}", "Got {error}"),
+    "clause" (a lowercase word follows that is no conjunction: a comma must part them), or
+    "plain"."""
+    before = _BEFORE_SLOT.search(template)
+    if before and before.group(1).lower() in NOUN_SLOT_AFTER:
+        return "subject"
     m = _AFTER_SLOT.search(template)
     if not m:
         return "plain"

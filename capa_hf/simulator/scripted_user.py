@@ -123,6 +123,8 @@ class ScriptedUser:
         kind = verdict_kind(verdict) or "error"
         slots = failure_slots(verdict)
         key = kind if slots["line"] or kind not in ("assertion", "error") else f"{kind}_no_line"
+        if kind == "assertion" and slots["line"].startswith("raise AssertionError(") and slots["message"] != "no message":
+            key = "assertion_raise"      # "the check `X` gets a different result" fits no raise line
         reactions = self.script.reactions_for(kind)
         start = _offset(f"{self.script.session_id}/reaction/{kind}", len(reactions))
         options = []   # (reaction template, what-happened template or None, the filled text)
