@@ -183,7 +183,8 @@ def script_for(d: Draft, world: World, seed: int) -> ReferenceScript:
     return reference_script(d.plan, d.realization, variant, d.problem.reference, source,
                             world.content.dimensions, world.assistant_lines, seed,
                             refuted_refs(d.problem.variant_id, d.problem.test),
-                            keypoints=tuple(world.content.tasks[d.plan.task_id].keypoints))
+                            keypoints=tuple(world.content.tasks[d.plan.task_id].keypoints),
+                            wraps=tuple(world.content.personas[d.cell.persona_id].voice.clarification_wraps))
 
 
 def stage2(drafts: list[Draft], world: World, judge: Judge, seed: int, engine: Any = None, cache=None,
@@ -248,7 +249,8 @@ def stage3(d: Draft, result: SessionRecord, world: World, script: ReferenceScrip
         check_leaks(req, d.realization.hidden_items, kps, dict(d.plan.values), visible),
         check_repeats(req),
         check_resolved(result.solved),
-        *([check_answers([t.to_dict() for t in result.turns], script.asks, off_item_questions(d, script, tc)),
+        *([check_answers([t.to_dict() for t in result.turns], script.asks, off_item_questions(d, script, tc),
+                         script.wraps),
            check_attempts([s.verdict.passed for s in result.submissions], script.wrong_attempts())]
           if script is not None else []),
         check_joins([t.to_dict() for t in result.turns],

@@ -61,6 +61,9 @@ class ReferenceScript:
     slips: tuple[str, ...] = ()          # later attempts, once every answer is in, each refused by the tests
     slip_lines: tuple[str, ...] = ()
     questions: tuple[str, ...] = ()      # each ask's bare question (no lead-in), in the order of `asks`
+    wraps: tuple[str, ...] = ()          # the persona's clarification wraps (an answer may drop their lead-in)
+    answer_line: str = ""                # the line before the final code when it follows an answer, not a
+                                         # failure report (a repair line would speak of a failure)
 
     def wrong_attempts(self) -> int:
         """How many submissions of the trace fail before the final code passes."""
@@ -256,7 +259,7 @@ def _guess_lines(plan: SessionPlan, lines: Mapping) -> list[str]:
 def reference_script(plan: SessionPlan, realization: Realization, variant: Variant | None, reference: str,
                      source: VariantSource | None, dims: Mapping[str, Dimension], lines: Mapping,
                      seed: int, refuted: Mapping[str, str] | None = None,
-                     keypoints: tuple = ()) -> ReferenceScript:
+                     keypoints: tuple = (), wraps: tuple = ()) -> ReferenceScript:
     """`refuted` (refuted_refs): the refs (keypoint and dimension ids) the variant's tests tell
     apart, each with the first line its other reading fails; later wrong attempts are drawn
     from these only. `keypoints`: the task's (default: those the plan knows), against which an
@@ -291,7 +294,9 @@ def reference_script(plan: SessionPlan, realization: Realization, variant: Varia
     repairs = [line for line in lines["repair"] if line != final]
     for n in range(1, len(slips)):
         slip_lines.append(pick([r for r in repairs if r not in slip_lines], seed, sid, "slip", n))
-    return ReferenceScript(asks=tuple(asks), code=reference, final_line=final, guess=guess,
+    answer_line = pick(lines["submit"], seed, sid, "submit") if guess is not None or slips else ""
+    return ReferenceScript(asks=tuple(asks), code=reference, final_line=final, guess=guess, answer_line=answer_line,
+                           wraps=tuple(wraps),
                            guess_line=pick(_guess_lines(plan, lines), seed, sid, "guess") if guess else "",
                            slips=slips, slip_lines=tuple(slip_lines), questions=tuple(questions))
 
@@ -324,13 +329,14 @@ class ReferenceAssistant:
             return code_reply(script.guess_line, script.guess)
         later = " ".join(users[1:])
         for answer, question in script.asks:
-            if not answered(answer, later):
+            if not answered(answer, later, script.wraps):
                 return question
         sent = [m["content"] for m in messages if m["role"] == "assistant"]
         for code, line in zip(script.slips, script.slip_lines):
             if not any(code.rstrip() in m for m in sent):
                 return code_reply(line, code)
-        return code_reply(script.final_line, script.code)
+        after_answer = bool(sent) and "```" not in sent[-1] and script.answer_line
+        return code_reply(script.answer_line if after_answer else script.final_line, script.code)
 
     def generate(self, requests: list[ChatRequest]) -> list[ChatResult]:
         out = []

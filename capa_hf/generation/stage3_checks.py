@@ -161,12 +161,13 @@ def check_resolved(resolved: bool) -> CheckResult:
     return CheckResult("resolved", resolved, "" if resolved else "the session's trace did not pass")
 
 
-def check_answers(turns, asks, off_item: Mapping[str, str] | None = None) -> CheckResult:
+def check_answers(turns, asks, off_item: Mapping[str, str] | None = None, wraps=()) -> CheckResult:
     """Every question of the trace is asked once, each scripted question is about the item it
     asks for, and each one's next user turn reveals that item. `turns` are {"role", "content"}
     mappings; `asks` the script's (clarification, question) pairs; `off_item`: scripted question
     -> the other keypoint it names first (user_data.names_other_item: a question about what the
-    result counts, set on the signature item, is answered with the signature line)."""
+    result counts, set on the signature item, is answered with the signature line); `wraps`: the
+    persona's clarification wraps, whose lead-in or tag an answer may drop (reply_lines.answered)."""
     wanted = {q: a for a, q in asks}
     problems, seen = [], set()
     for q, other in (off_item or {}).items():
@@ -179,7 +180,7 @@ def check_answers(turns, asks, off_item: Mapping[str, str] | None = None) -> Che
             problems.append(f"turn {i + 1} repeats a question")
         seen.add(q)
         nxt = next((u["content"] for u in turns[i + 1:] if u["role"] == "user"), None)
-        if q in wanted and nxt is not None and not answered(wanted[q], nxt):
+        if q in wanted and nxt is not None and not answered(wanted[q], nxt, wraps):
             problems.append(f"turn {i + 2} does not answer the question of turn {i + 1}")
     return CheckResult("answers_asked", not problems, "; ".join(problems))
 
