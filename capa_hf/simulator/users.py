@@ -27,7 +27,7 @@ def planner_items(brief: UserBrief) -> tuple[PlannerItem, ...]:
     out = []
     for h in brief.hidden_items:
         kp = brief.keypoints.get(h.keypoint_id) if h.keypoint_id else None
-        kp_forms = keypoint_questions(brief.task_id, kp.id, tuple(brief.keypoints.values())) if kp else ()
+        kp_forms = keypoint_questions(brief.task_id, kp.id) if kp else ()
         if h.kind == "convention":
             dim = brief.dimensions[h.dimension]
             questions = " ".join(q.replace("{result}", "result").replace("{input}", "input") for q in dim.questions)
