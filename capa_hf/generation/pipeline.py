@@ -33,7 +33,8 @@ from capa_hf.generation.stage1_plan import CellMemory, SessionPlan, plan_session
 from capa_hf.generation.stage1_realize import Realization, Realizer, RequestContext, TemplateRealizer
 from capa_hf.generation.stage2_dialogue import (ReferenceAssistant, ReferenceScript, mark_second_repairs,
                                                reference_script, refuted_refs)
-from capa_hf.generation.stage3_checks import (CHECKS, check_answers, check_attempts, check_leaks, check_mechanisms,
+from capa_hf.generation.stage3_checks import (CHECKS, check_answers, check_attempts, check_joins, check_leaks,
+                                              check_mechanisms,
                                               check_repeats, check_resolved, check_voice)
 from capa_hf.generation.stage3_llm import TraceToCheck, as_check, cell_config
 from capa_hf.humaneval import load_tasks
@@ -44,6 +45,7 @@ from capa_hf.simulator.brief import UserBrief
 from capa_hf.simulator.cast import cast_episode
 from capa_hf.simulator.protocols import Judge, build_judge, judge_engine_role
 from capa_hf.simulator.problem import Problem
+from capa_hf.simulator.user_data import names_other_item
 from capa_hf.variants.catalog import VariantCatalog
 from capa_hf.variants.visible_examples import ExampleCheck, check_examples, load_keypoint_examples
 from capa_hf.version import PIPELINE_VERSION
@@ -183,7 +185,9 @@ def script_for(d: Draft, world: World, seed: int) -> ReferenceScript:
     variant = world.catalog.variant(d.plan.task_id, dict(d.plan.values))
     return reference_script(d.plan, d.realization, variant, d.problem.reference, source,
                             world.content.dimensions, world.assistant_lines, seed,
-                            refuted_refs(d.problem.variant_id, d.problem.test))
+                            refuted_refs(d.problem.variant_id, d.problem.test),
+                            keypoints=tuple(world.content.tasks[d.plan.task_id].keypoints),
+                            wraps=tuple(world.content.personas[d.cell.persona_id].voice.clarification_wraps))
 
 
 def stage2(drafts: list[Draft], world: World, judge: Judge, seed: int, engine: Any = None, cache=None,
@@ -219,6 +223,19 @@ def stage2(drafts: list[Draft], world: World, judge: Judge, seed: int, engine: A
     return results
 
 
+def off_item_questions(d: Draft, script: ReferenceScript, tc) -> dict[str, str]:
+    """Scripted question -> the other keypoint it names first, for each question asked about a
+    signature keypoint that another keypoint settles (user_data.names_other_item)."""
+    kp_of = {h.clarification: h.keypoint_id for h in d.realization.hidden_items if h.kind == "task"}
+    out = {}
+    for (clarification, question), bare in zip(script.asks, script.questions or [q for _, q in script.asks]):
+        kid = kp_of.get(clarification)
+        other = names_other_item(bare, d.plan.task_id, kid, tc.keypoints) if kid else None
+        if other is not None:
+            out[question] = other
+    return out
+
+
 def stage3(d: Draft, result: SessionRecord, world: World, script: ReferenceScript | None = None) -> list:
     """The Stage 3 checks of one session; with the reference assistant's `script`, also whether
     each of its questions got the answer it asked for (check_answers) and each of its wrong
@@ -235,9 +252,12 @@ def stage3(d: Draft, result: SessionRecord, world: World, script: ReferenceScrip
         check_leaks(req, d.realization.hidden_items, kps, dict(d.plan.values), visible),
         check_repeats(req),
         check_resolved(result.solved),
-        *([check_answers([t.to_dict() for t in result.turns], script.asks),
+        *([check_answers([t.to_dict() for t in result.turns], script.asks, off_item_questions(d, script, tc),
+                         script.wraps),
            check_attempts([s.verdict.passed for s in result.submissions], script.wrong_attempts())]
           if script is not None else []),
+        check_joins([t.to_dict() for t in result.turns],
+                    [f for forms in (world.user_lines.get("what_happened") or {}).values() for f in forms]),
         *([llm] if llm is not None else []),
     ]
 

@@ -46,7 +46,7 @@ from capa_hf.schema.convention import Dimension, VariantSource
 from capa_hf.seeding import pick, rng_for
 from capa_hf.simulator.question_match import question_parts
 from capa_hf.simulator.reply_lines import answered
-from capa_hf.simulator.user_data import variant_ties
+from capa_hf.simulator.user_data import ask_fits, variant_ties
 from capa_hf.variants.catalog import VariantCatalog
 from capa_hf.variants.combos import Variant
 
@@ -60,6 +60,10 @@ class ReferenceScript:
     guess_line: str = ""
     slips: tuple[str, ...] = ()          # later attempts, once every answer is in, each refused by the tests
     slip_lines: tuple[str, ...] = ()
+    questions: tuple[str, ...] = ()      # each ask's bare question (no lead-in), in the order of `asks`
+    wraps: tuple[str, ...] = ()          # the persona's clarification wraps (an answer may drop their lead-in)
+    answer_line: str = ""                # the line before the final code when it follows an answer, not a
+                                         # failure report (a repair line would speak of a failure)
 
     def wrong_attempts(self) -> int:
         """How many submissions of the trace fail before the final code passes."""
@@ -74,14 +78,25 @@ def code_reply(line: str, code: str) -> str:
     return f"{line}\n\n```python\n{code.rstrip()}\n```"
 
 
-def _question(item, source: VariantSource | None, dims: Mapping[str, Dimension], seed, sid) -> str:
+def plan_keypoints(plan: SessionPlan) -> tuple:
+    """The task keypoints a session's plan knows: its items' and its visible ones, each once."""
+    kps = [i.keypoint for i in plan.items if i.keypoint is not None] + [k for k, _ in plan.visible]
+    return tuple({k.id: k for k in kps}.values())
+
+
+def _question(item, source: VariantSource | None, dims: Mapping[str, Dimension], seed, sid,
+              keypoints: tuple = ()) -> str:
+    """The question about one item: a dimension's question, or the keypoint's question or its
+    variants-file `asks` line, the latter only where it is about that keypoint (ask_fits: an asks
+    line that names another keypoint better would be answered off the point)."""
     if item.kind == "convention":
         nouns = source.nouns if source else None
         q = pick(dims[item.dimension].questions, seed, sid, "question", item.dimension)
         return q.format(result=nouns.result if nouns else "the result", input=nouns.input if nouns else "the input")
-    options = [item.keypoint.question] + ([source.asks[item.keypoint.id]] if source and
-                                           item.keypoint.id in source.asks else [])
-    return pick(options, seed, sid, "question", item.keypoint.id)
+    kid = item.keypoint.id
+    fits = bool(source) and kid in source.asks and (not keypoints or ask_fits(source.task_id, kid, keypoints))
+    options = [item.keypoint.question] + ([source.asks[kid]] if fits else [])
+    return pick(options, seed, sid, "question", kid)
 
 
 def _misread(item, variant: Variant, source: VariantSource | None, dims: Mapping[str, Dimension]) -> str | None:
@@ -243,20 +258,24 @@ def _guess_lines(plan: SessionPlan, lines: Mapping) -> list[str]:
 
 def reference_script(plan: SessionPlan, realization: Realization, variant: Variant | None, reference: str,
                      source: VariantSource | None, dims: Mapping[str, Dimension], lines: Mapping,
-                     seed: int, refuted: Mapping[str, str] | None = None) -> ReferenceScript:
+                     seed: int, refuted: Mapping[str, str] | None = None,
+                     keypoints: tuple = (), wraps: tuple = ()) -> ReferenceScript:
     """`refuted` (refuted_refs): the refs (keypoint and dimension ids) the variant's tests tell
     apart, each with the first line its other reading fails; later wrong attempts are drawn
-    from these only."""
+    from these only. `keypoints`: the task's (default: those the plan knows), against which an
+    asks line must be about its keypoint to be used."""
     sid = plan.session_id
     by_item = dict(zip((h.id for h in realization.hidden_items), plan.items))
-    asks = []
+    asks, questions = [], []
+    keypoints = keypoints or plan_keypoints(plan)
     for h in realization.hidden_items:
         item = by_item[h.id]
         if item.apply_unasked:
             continue
-        q = _question(item, source, dims, seed, sid)
+        q = _question(item, source, dims, seed, sid, keypoints)
         lead = pick((_boundary(item) and lines.get("ask_boundary")) or lines["ask"], seed, sid, "ask", h.id)
         asks.append((h.clarification, lead.format(question=q)))
+        questions.append(q)
     applied = [pick(dims[i.dimension].value(i.value).applied or dims[i.dimension].value(i.value).state,
                     seed, sid, "recap", i.dimension).format(result="it", input="the input")
                for i in plan.items if i.apply_unasked]
@@ -275,9 +294,11 @@ def reference_script(plan: SessionPlan, realization: Realization, variant: Varia
     repairs = [line for line in lines["repair"] if line != final]
     for n in range(1, len(slips)):
         slip_lines.append(pick([r for r in repairs if r not in slip_lines], seed, sid, "slip", n))
-    return ReferenceScript(asks=tuple(asks), code=reference, final_line=final, guess=guess,
+    answer_line = pick(lines["submit"], seed, sid, "submit") if guess is not None or slips else ""
+    return ReferenceScript(asks=tuple(asks), code=reference, final_line=final, guess=guess, answer_line=answer_line,
+                           wraps=tuple(wraps),
                            guess_line=pick(_guess_lines(plan, lines), seed, sid, "guess") if guess else "",
-                           slips=slips, slip_lines=tuple(slip_lines))
+                           slips=slips, slip_lines=tuple(slip_lines), questions=tuple(questions))
 
 
 class ReferenceAssistant:
@@ -308,13 +329,14 @@ class ReferenceAssistant:
             return code_reply(script.guess_line, script.guess)
         later = " ".join(users[1:])
         for answer, question in script.asks:
-            if not answered(answer, later):
+            if not answered(answer, later, script.wraps):
                 return question
         sent = [m["content"] for m in messages if m["role"] == "assistant"]
         for code, line in zip(script.slips, script.slip_lines):
             if not any(code.rstrip() in m for m in sent):
                 return code_reply(line, code)
-        return code_reply(script.final_line, script.code)
+        after_answer = bool(sent) and "```" not in sent[-1] and script.answer_line
+        return code_reply(script.answer_line if after_answer else script.final_line, script.code)
 
     def generate(self, requests: list[ChatRequest]) -> list[ChatResult]:
         out = []

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Mapping
 
 from capa_hf.data_files import read_yaml
 from capa_hf.paths import DATA_DIR
@@ -22,7 +23,7 @@ from capa_hf.simulator.similarity import tokens
 from capa_hf.text_literals import literals
 
 CHECKS = ("persona_voice", "both_mechanisms", "no_leak", "no_repeat", "resolved", "answers_asked",
-          "wrong_attempts")
+          "wrong_attempts", "no_joins")
 # content words too common in task descriptions to say anything about a hidden rule
 GENERIC = frozenset(tokens("return returns list string number integer value element input output result given "
                            "take takes one two get gets back each every item"))
@@ -160,12 +161,17 @@ def check_resolved(resolved: bool) -> CheckResult:
     return CheckResult("resolved", resolved, "" if resolved else "the session's trace did not pass")
 
 
-def check_answers(turns, asks) -> CheckResult:
-    """Every question of the trace is asked once, and each scripted question's next user turn
-    reveals the item it asks about. `turns` are {"role", "content"} mappings; `asks` the script's
-    (clarification, question) pairs."""
+def check_answers(turns, asks, off_item: Mapping[str, str] | None = None, wraps=()) -> CheckResult:
+    """Every question of the trace is asked once, each scripted question is about the item it
+    asks for, and each one's next user turn reveals that item. `turns` are {"role", "content"}
+    mappings; `asks` the script's (clarification, question) pairs; `off_item`: scripted question
+    -> the other keypoint it names first (user_data.names_other_item: a question about what the
+    result counts, set on the signature item, is answered with the signature line); `wraps`: the
+    persona's clarification wraps, whose lead-in or tag an answer may drop (reply_lines.answered)."""
     wanted = {q: a for a, q in asks}
     problems, seen = [], set()
+    for q, other in (off_item or {}).items():
+        problems.append(f"a question is about {other}, not the item it asks for: {q[:60]!r}")
     for i, t in enumerate(turns):
         if t["role"] != "assistant" or "```" in t["content"]:
             continue
@@ -174,9 +180,41 @@ def check_answers(turns, asks) -> CheckResult:
             problems.append(f"turn {i + 1} repeats a question")
         seen.add(q)
         nxt = next((u["content"] for u in turns[i + 1:] if u["role"] == "user"), None)
-        if q in wanted and nxt is not None and not answered(wanted[q], nxt):
+        if q in wanted and nxt is not None and not answered(wanted[q], nxt, wraps):
             problems.append(f"turn {i + 2} does not answer the question of turn {i + 1}")
     return CheckResult("answers_asked", not problems, "; ".join(problems))
+
+
+# words after which a failure report must be a noun phrase, not a clause
+OBJECT_WORDS = "with|on|of|from|by|about|at|got|get|see|saw"
+
+
+def _form_pattern(template: str) -> str | None:
+    """A `what_happened` line as a regex (None for one that opens with a bare slot, which would
+    match anything): a quoted line is one code span, an exception one word, a message one line."""
+    if template.startswith(("{exception}", "{message}")):
+        return None
+    out = re.escape(template)
+    for slot, rx in (("`{line}`", "`[^`\\n]*`"), ("{line}", "[^\\n]+?"), ("{exception}", "[A-Za-z_.]+"),
+                     ("{message}", "[^\\n]+?")):
+        out = out.replace(re.escape(slot), rx)
+    return out
+
+
+def check_joins(turns, clause_forms) -> CheckResult:
+    """No user turn joins two templates into a broken sentence: a failure report written as a
+    clause (`clause_forms`: the user_lines `what_happened` lines, "the check `X` gets a different
+    result") after a word that needs a noun phrase ("It fails with the result is wrong at ..."),
+    or a clause report inside another ("failed with the check `X` gets ...")."""
+    forms = [p for p in dict.fromkeys(_form_pattern(f) for f in clause_forms if f) if p]
+    pattern = re.compile(r"(?i)\b(?:" + OBJECT_WORDS + r") (?:" + "|".join(forms) + ")") if forms else None
+    problems = []
+    for i, t in enumerate(turns):
+        if t["role"] == "user" and pattern is not None:
+            m = pattern.search(t["content"])
+            if m:
+                problems.append(f"turn {i + 1} joins two lines: {m.group(0)[:70]!r}")
+    return CheckResult("no_joins", not problems, "; ".join(problems))
 
 
 def check_attempts(passed: list[bool], wrong: int) -> CheckResult:

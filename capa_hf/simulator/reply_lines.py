@@ -43,30 +43,77 @@ def join_answers(texts: Sequence[str]) -> str:
     texts = [t.strip() for t in texts if t.strip()]
     if not texts:
         return ""
-    first, out = texts[0], [texts[0]]
+    first, out, closing = texts[0], [texts[0]], ""
     for t in texts[1:]:
         head, tail = lead_in(t, first), tag(t, first)
         body = t[len(head):len(t) - len(tail)].strip()
         if len(body) < MIN_BODY:
-            body = t
+            body, tail = t, ""
+        closing = closing or tail.strip()
         out.append(body)
+    if closing and len(first) - len(closing) >= MIN_BODY:   # a shared tag ("Nothing more.") closes the message
+        out[0] = first[:len(first) - len(closing)].strip()
+        out.append(closing)
     return " ".join(out)
 
 
-def answered(answer: str, text: str) -> bool:
+def answered(answer: str, text: str, wraps: Sequence[str] = ()) -> bool:
     """Whether `text` gives `answer`: whole, or without its first sentence (a lead-in) and/or its
-    last (a tag), as join_answers drops them."""
+    last (a tag), as join_answers drops them when shared (so what was dropped is in `text` too),
+    or without a lead-in or tag of the persona's clarification `wraps`, as strip_wrap drops them."""
     if answer in text:
         return True
+    heads, tails = wrap_pieces(wraps)
+    low = text.lower()
+    if heads or tails:      # as strip_wrap leaves it ("<clarification>" needs no sentence break)
+        for drop_head, drop_tail in ((True, False), (False, True), (True, True)):
+            body = strip_wrap(answer, heads, tails, drop_head, drop_tail)
+            if body != answer.strip() and body.lower() in low:
+                return True
     cuts = _cuts(answer)
     if not cuts:
         return False
-    for a, b in ((cuts[0], len(answer)), (0, cuts[-1]), (cuts[0], cuts[-1])):
-        body, head, tail = answer[a:b].strip(), answer[:a].strip(), answer[b:].strip()
-        # what was dropped was shared with an earlier answer of the message, so it is there too
-        if b > a and len(body) >= MIN_BODY and body in text and head in text and tail in text:
-            return True
+    pieces = {p.lower() for p in (*heads, *tails)}
+
+    def gone(piece: str) -> bool:
+        return not piece or piece.lower() in low or piece.lower() in pieces
+
+    for a in (0, *cuts[:2]):
+        for b in (*cuts[-2:], len(answer)):
+            body, head, tail = answer[a:b].strip(), answer[:a].strip(), answer[b:].strip()
+            if (a, b) != (0, len(answer)) and b > a and len(body) >= MIN_BODY and body.lower() in low \
+                    and gone(head) and gone(tail):
+                return True
     return False
+
+
+def wrap_pieces(wraps: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The lead-ins and tags of a persona's clarification wraps ("Put computationally: {text}",
+    "{text} No other behaviour is authorized."), longest first."""
+    heads = {w.split("{text}")[0].strip() for w in wraps if "{text}" in w}
+    tails = {w.split("{text}")[1].strip() for w in wraps if "{text}" in w}
+    return (tuple(sorted((h for h in heads if h), key=len, reverse=True)),
+            tuple(sorted((t for t in tails if t), key=len, reverse=True)))
+
+
+def strip_wrap(text: str, heads: Sequence[str], tails: Sequence[str], drop_head: bool, drop_tail: bool,
+               said: str = "") -> str:
+    """An answer without its wrap's lead-in (when `drop_head`, or when `said` holds it already)
+    and its tag (likewise): one lead-in a message, and no stock phrase twice a session. The text
+    is kept whole when too little would be left."""
+    low_said = said.lower()
+    out = text.strip()
+    for h in heads:
+        if out.lower().startswith(h.lower()) and (drop_head or h.lower() in low_said):
+            out = out[len(h):].lstrip()
+            break
+    for t in tails:
+        if out.lower().endswith(t.lower()) and (drop_tail or t.lower() in low_said):
+            out = out[:len(out) - len(t)].rstrip()
+            break
+    if len(out) < MIN_BODY:
+        return text.strip()
+    return out[:1].upper() + out[1:] if text.strip()[:1].isupper() else out
 
 
 def made_move(reply: str, cues: Sequence[str]) -> bool:
@@ -76,14 +123,23 @@ def made_move(reply: str, cues: Sequence[str]) -> bool:
 
 
 _AFTER_SLOT = re.compile(r"\{error\}(?= ([a-z]+))")
+_BEFORE_SLOT = re.compile(r"([A-Za-z]+) \(?\{error\}")
+# words after which the slot is an object: a clause ("the check ... gets a different result")
+# cannot stand there, a noun phrase ("the failing check `...`") can
+NOUN_SLOT_AFTER = frozenset({"with", "on", "of", "from", "by", "about", "at", "got", "get", "see", "saw"})
 JOINING_WORDS = frozenset({"and", "or", "but"})
 SUBJECT_VERBS = frozenset({"tells", "shows", "means", "says", "proves"})
 _END = re.compile(r"[.!?:)>\]]$")
 
 
 def slot_role(template: str) -> str:
-    """How a reaction uses its {error} slot: "subject" ("{error} tells me ..."), "clause" (a
-    lowercase word follows that is no conjunction: a comma must part them), or "plain"."""
+    """How a reaction uses its {error} slot: "subject" when it needs a noun phrase ("{error}
+    tells me ...", or after a preposition or an object verb: "fails with {error}", "Got {error}"),
+    "clause" (a lowercase word follows that is no conjunction: a comma must part them), or
+    "plain"."""
+    before = _BEFORE_SLOT.search(template)
+    if before and before.group(1).lower() in NOUN_SLOT_AFTER:
+        return "subject"
     m = _AFTER_SLOT.search(template)
     if not m:
         return "plain"

@@ -20,7 +20,8 @@ from typing import Generator, Iterable, Mapping, Sequence
 from capa_hf.schema.record import SessionRecord
 from capa_hf.simulator.planner import Plan, PlannerItem, plan_next
 from capa_hf.simulator.question_match import Vocabulary
-from capa_hf.simulator.reply_lines import end_sentence, fill_error, join_answers, made_move, slot_role
+from capa_hf.simulator.reply_lines import (end_sentence, fill_error, join_answers, made_move, slot_role, strip_wrap,
+                                           wrap_pieces)
 from capa_hf.simulator.value_signature import expected_signature
 from capa_hf.simulator.verdicts import failing_line, failure_slots, failure_summary, verdict_kind
 
@@ -48,6 +49,7 @@ class UserScript:
     # item id -> (cue phrases, reply lines): a reply to an assistant move, said before that item's
     # answer only when the assistant's turn just before made the move (reply_lines.made_move)
     concessions: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
+    wraps: tuple[str, ...] = ()     # the persona's clarification wraps: their lead-ins and tags are said once
 
     def reactions_for(self, kind: str) -> tuple[str, ...]:
         def fits(r: str) -> bool:
@@ -123,6 +125,8 @@ class ScriptedUser:
         kind = verdict_kind(verdict) or "error"
         slots = failure_slots(verdict)
         key = kind if slots["line"] or kind not in ("assertion", "error") else f"{kind}_no_line"
+        if kind == "assertion" and slots["line"].startswith("raise AssertionError(") and slots["message"] != "no message":
+            key = "assertion_raise"      # "the check `X` gets a different result" fits no raise line
         reactions = self.script.reactions_for(kind)
         start = _offset(f"{self.script.session_id}/reaction/{kind}", len(reactions))
         options = []   # (reaction template, what-happened template or None, the filled text)
@@ -165,9 +169,16 @@ class ScriptedUser:
         if after_failure:
             parts.append(self.reaction(verdict))
         if plan.kind == "item":   # a question in several parts gets every part it is about answered
+            # the item the question is about is answered first, the other parts after it
             ids = plan.item_ids()
-            parts += [self.concession(ids, assistant_reply),
-                      join_answers([self.script.clarifications[i] for i in ids])]
+            ids = (plan.item_id, *(i for i in ids if i != plan.item_id)) if plan.item_id in ids else ids
+            concession = self.concession(ids, assistant_reply) if not parts else ""
+            heads, tails = wrap_pieces(self.script.wraps)
+            said = " ".join(self.said)
+            answers = [strip_wrap(self.script.clarifications[i], heads, tails,
+                                  drop_head=k > 0 or bool(parts) or bool(concession), drop_tail=k < len(ids) - 1,
+                                  said=said) for k, i in enumerate(ids)]
+            parts += [concession, join_answers(answers)]
         elif plan.kind == "failing_check":
             line = failing_line(verdict)
             if not (parts and line in parts[-1]):   # the reaction quoted the line already

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from capa_hf.data_files import read_yaml
 from capa_hf.errors import DataFileError
 from capa_hf.paths import DATA_DIR
-from capa_hf.simulator.question_match import Vocabulary
+from capa_hf.simulator.question_match import Vocabulary, best_match, item_terms
 
 VOCAB_FILE = DATA_DIR / "question_vocab.yaml"
 KEYPOINT_QUESTIONS_FILE = DATA_DIR / "keypoint_questions.yaml"
@@ -95,10 +95,45 @@ def stated_line(task_id: str, dimension: str, value: str, request: str = "") -> 
     return next((f for f in forms if f.lower().rstrip(".") in low), forms[0])
 
 
-def keypoint_questions(task_id: str, keypoint_id: str) -> tuple[str, ...]:
-    """The question forms of one keypoint: curated ones first, then the variants file's ask."""
+def keypoint_ask(task_id: str, keypoint_id: str) -> str | None:
+    """The variants file's `asks` line for one keypoint (None when it has none)."""
+    return _asks(task_id).get(keypoint_id)
+
+
+def names_other_item(text: str, task_id: str, keypoint_id: str, keypoints: Sequence) -> str | None:
+    """For a signature (data_type) keypoint: the keypoint of another category that a question
+    `text` names first, matched by meaning against the task's `keypoints` (their question, plain
+    line, description, original text, curated question forms and category cues; no asks lines);
+    None when it names a signature keypoint, nothing, or the keypoint is of another category.
+    A question about what the result counts or holds ("one total, or a count for each well?")
+    is settled by such another keypoint, and the signature line ("... and returns an integer")
+    would answer it off the point."""
+    by_id = {k.id: k for k in keypoints}
+    own = by_id.get(keypoint_id)
+    if own is None or own.category != "data_type":
+        return None
+    vocab, _, category_cues = question_vocab()
+    forms = curated_forms().get(task_id, {})
+    items = [item_terms(k.id, (k.question, k.plain, k.description, k.original_text),
+                        tuple(forms.get(k.id, ())) + tuple(category_cues.get(k.category, ())), vocab)
+             for k in keypoints]
+    best, _ = best_match(text, items, vocab)
+    return best if best is not None and by_id[best].category != "data_type" else None
+
+
+def ask_fits(task_id: str, keypoint_id: str, keypoints: Sequence) -> bool:
+    """Whether the keypoint has an `asks` line and it is about that keypoint (names_other_item)."""
+    ask = keypoint_ask(task_id, keypoint_id)
+    return bool(ask) and names_other_item(ask, task_id, keypoint_id, keypoints) is None
+
+
+def keypoint_questions(task_id: str, keypoint_id: str, keypoints: Sequence = ()) -> tuple[str, ...]:
+    """The question forms of one keypoint: curated ones first, then the variants file's ask
+    (given the task's `keypoints`, only when the ask is about this keypoint: ask_fits)."""
     forms = list(curated_forms().get(task_id, {}).get(keypoint_id, ()))
-    ask = _asks(task_id).get(keypoint_id)
+    ask = keypoint_ask(task_id, keypoint_id)
+    if ask and keypoints and not ask_fits(task_id, keypoint_id, keypoints):
+        ask = None
     return tuple(forms + ([ask] if ask else []))
 
 

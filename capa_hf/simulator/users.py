@@ -70,6 +70,7 @@ def scripted_user(brief: UserBrief) -> ScriptedUser:
         stated=brief.stated_conventions(),
         restate=tuple(lines.get("restate") or ()),
         concessions=concessions(brief.hidden_items, lines.get("concessions") or {}),
+        wraps=tuple(brief.persona.voice.clarification_wraps),
     )
     return ScriptedUser(script)
 
