@@ -55,6 +55,8 @@ class ReviewResults(Record):
     manifest_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     reviewers: tuple[str, ...] = Field(min_length=1)
     agreement_seed: int
+    note: str = ""                      # how the review was done, where it departs from the rubric
+    agreement: dict[str, str] = Field(default_factory=dict)   # e.g. {"settled": "29/30"}: the overlap's
     heldout: dict[str, HeldoutReview] = Field(default_factory=dict)
     history: dict[str, HistoryReview] = Field(default_factory=dict)
 
