@@ -12,6 +12,7 @@ from runners.scripted import ScriptedEngine
 
 from capa_hf.evaluation.conditions import render_history
 from capa_hf.evaluation.run import EvalConfig, run_eval
+from capa_hf.simulator.reply_lines import answered
 
 QUESTION = "Hmm, could you clarify?"
 WRONG = "```python\ndef guess(*args):\n    return None\n```"
@@ -56,7 +57,11 @@ def test_transcripts_and_metrics_are_exact(tmp_path, capa_data, mode, condition)
             entry = rec["user_log"][0]                # a failure: the item tied to the failing check
             assert entry["basis"] == "failure_tie" and entry["failing_line"] in turns[2]["content"]
             said = next(h.clarification for h in target.hidden_items if h.id == entry["item"])
-            assert turns[2]["content"].endswith(said) and turns[2]["content"] != said
+            # the failure report, then the tied item's clarification (after a failure reaction the
+            # persona's lead-in is dropped: one lead-in a message)
+            wraps = capa_data.personas[target.persona_id].voice.clarification_wraps
+            assert answered(said, turns[2]["content"], wraps) and turns[2]["content"] != said
+            assert turns[2]["content"].index(entry["failing_line"]) < len(turns[2]["content"]) - len(said) // 2
             assert rec["turn_kinds"] == ["submission", "submission"]
             statuses = [s["verdict"]["status"] for s in rec["submissions"]]
             assert statuses[0] != "passed" and statuses[1] == "passed"

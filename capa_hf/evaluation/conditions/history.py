@@ -37,13 +37,19 @@ def own_history(cell_id: str, data: LoadedDataset) -> list[Session]:
 def sized_pick(pool: list[Session], budget: int, ordered: bool = False) -> list[Session]:
     """Up to five sessions on distinct tasks within the size budget; then the shortest eligible."""
     chosen, used = [], set()
+    # room is kept for the sessions still to come, at the pool's shortest, so that the five fit
+    # the budget together (a long early pick would otherwise push the last ones over it)
+    shortest = min((len(render_dialogue(s)) for s in pool), default=0)
     for s in pool:
-        if s.task_id not in used and len(render_history(chosen + [s])) <= budget * SIZE_SLACK:
+        room = (HISTORY_SIZE - len(chosen) - 1) * shortest
+        if s.task_id not in used and len(render_history(chosen + [s])) + room <= budget * SIZE_SLACK:
             chosen.append(s)
             used.add(s.task_id)
             if len(chosen) == HISTORY_SIZE:
                 return chosen
-    rest = pool if ordered else sorted(pool, key=lambda s: (len(render_dialogue(s)), s.session_id))
+    # then the shortest eligible ones (for every condition: the pool's own order, say the
+    # conflicting one's, already had its say in the pass above, and the size must stay near the budget)
+    rest = sorted(pool, key=lambda s: (len(render_dialogue(s)), s.session_id))
     for s in rest:
         if s not in chosen and s.task_id not in used:
             chosen.append(s)
