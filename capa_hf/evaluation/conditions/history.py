@@ -34,7 +34,7 @@ def own_history(cell_id: str, data: LoadedDataset) -> list[Session]:
     return hist
 
 
-def sized_pick(pool: list[Session], budget: int, ordered: bool = False) -> list[Session]:
+def sized_pick(pool: list[Session], budget: int) -> list[Session]:
     """Up to five sessions on distinct tasks within the size budget; then the shortest eligible."""
     chosen, used = [], set()
     # room is kept for the sessions still to come, at the pool's shortest, so that the five fit
@@ -158,4 +158,4 @@ class Conflicting(_PerCell):
         pool = _other_history(cell_id, data, lambda s: conflicts(s, cell.profile, dims, data) >= 0)
         rng_for(self.seed, "conflicting", cell_id).shuffle(pool)
         pool.sort(key=lambda s: -min(conflicts(s, cell.profile, dims, data), 2))   # stable: seeded within ties
-        return sized_pick(pool, len(render_history(own)), ordered=True)
+        return sized_pick(pool, len(render_history(own)))
