@@ -91,7 +91,9 @@ def test_a_task_item_is_never_obscured_by_a_back_reference(sessions):
 def test_domain_cognitive_requests_still_use_field_nouns(sessions):
     dcp = [(ctx, m, r) for _, ctx, m, r in sessions if any(i.mechanism.operation == "lexicon" for i in ctx.plan.items)]
     swapped = [r for _, m, r in dcp if m.nouns]
-    assert dcp and len(swapped) >= len(dcp) // 4
+    # a number stays a number in a task about numbers as numbers (lexicon_keep.yaml math_words), so
+    # the swaps land in about one domain-cognitive request in eight (22 of 187 in the 0.3.1 design)
+    assert dcp and len(swapped) >= len(dcp) // 10
     for _, m, r in dcp:
         for sg, pl in m.nouns.values():
             assert sg.lower() in r.initial_request.lower() or pl.lower() in r.initial_request.lower()
@@ -240,3 +242,18 @@ def test_the_neutral_empty_case_names_a_bool_number_or_string_result():
     assert any("an empty string" in f for f in neutral_state_forms("HumanEval/10"))
     assert neutral_state_forms("HumanEval/1") == ()           # an empty container: the dimension's lines
     assert not any("1" in f for f in neutral_state_forms("HumanEval/18"))   # two empty strings give 1
+
+
+def test_a_number_stays_a_number_in_a_task_about_numbers():
+    from capa_hf.generation.stage1_lexicon import math_kept
+    assert math_kept(["number", "maximum"], "Count the numbers that are palindromes.") == ["maximum"]
+    assert math_kept(["number"], "Return the even numbers of the list.") == []
+    assert math_kept(["number", "maximum"], "Add up the numbers of a list.") == ["number", "maximum"]
+
+
+def test_no_domain_cognitive_request_swaps_a_number_in_a_task_about_numbers(sessions):
+    from capa_hf.generation.stage1_lexicon import math_kept
+    for _, ctx, m, r in sessions:
+        text = " ".join([ctx.content.gist, *(k.description for k in ctx.content.keypoints)])
+        if "number" in m.nouns:
+            assert math_kept(["number"], text) == ["number"], (ctx.session_id, r.initial_request)

@@ -68,6 +68,26 @@ def same_meaning() -> dict[str, dict[str, frozenset[str]]]:
     return {lex: {e: frozenset(v) for e, v in ents.items()} for lex, ents in table.items()}
 
 
+@lru_cache(maxsize=1)
+def _math_rule() -> tuple[frozenset[str], re.Pattern]:
+    from capa_hf.errors import DataFileError
+
+    path, raw = _keep_file()
+    ents, words = (raw.get("math_entities"), raw.get("math_words")) if isinstance(raw, dict) else (None, None)
+    if not all(isinstance(v, list) and v and all(isinstance(w, str) and w.strip() for w in v) for v in (ents, words)):
+        raise DataFileError(path, "expected 'math_entities' and 'math_words': lists of words", field="math_words")
+    return frozenset(ents), re.compile(r"\b(?:" + "|".join(re.escape(w.strip()) for w in words) + r")", re.IGNORECASE)
+
+
+def math_kept(entities, task_text: str) -> list[str]:
+    """`entities` less those a task about numbers as numbers keeps as written
+    (lexicon_keep.yaml `math_entities`, `math_words`)."""
+    kept, words = _math_rule()
+    if not words.search(task_text):
+        return list(entities)
+    return [e for e in entities if e not in kept]
+
+
 def protected_spans(text: str, phrases: tuple[str, ...]) -> list[tuple[int, int]]:
     """Character ranges of literals and kept phrases."""
     spans = [m.span() for m in _LITERAL.finditer(text)]

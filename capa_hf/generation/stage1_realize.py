@@ -23,13 +23,14 @@ from typing import Protocol
 from capa_hf.generation.empty_results import neutral_state_forms
 from capa_hf.generation.persona_voice import persona_voice
 from capa_hf.generation.stand_ins import fitting
-from capa_hf.generation.stage1_lexicon import MAX_SWAPS, Mapping, fix_articles, mapping_for, wants_an
+from capa_hf.generation.stage1_lexicon import MAX_SWAPS, Mapping, fix_articles, mapping_for, math_kept, wants_an
 from capa_hf.generation.stage1_plan import PlannedItem, SessionPlan
 from capa_hf.schema import Cell, HiddenItem, Lexicon, Persona, TaskContent
 from capa_hf.schema.convention import Dimension, VariantSource
 from capa_hf.seeding import pick, pick_index, rng_for
 
 STYLE_SUBSET = 3          # phrasings a user keeps per (mechanism, category or dimension)
+MAX_APPEALS = 2           # stand-ins per request that appeal to a habit, a setup or an earlier session
 LIST_LAYOUT = 0.25
 GIST_FRAMES = ("{Gist}", "I need a function to {gist}", "Could you write something to {gist}?",
                "The job: {gist}", "What I'm after is a function to {gist}", "The task, in short: {gist}")
@@ -183,6 +184,21 @@ def own_words(wraps) -> list[str]:
     return kept or ["{text}"]
 
 
+def is_appeal(item: PlannedItem) -> bool:
+    """Whether an item's stand-in appeals to something the assistant has to know (the user's habit,
+    their setup, an earlier session) rather than saying the point in the task's own vague words:
+    three of those in one request read as a form letter ("Treat the corner cases the way the team
+    always does. Nothing-to-work-with cases go by the house rule."), so a request keeps at most
+    `MAX_APPEALS`, and a mechanism that already has one in the text says the rest by silence."""
+    op = item.mechanism.operation
+    return op in ("habitual", "operator", "deixis") or (op == "vague" and item.kind == "convention")
+
+
+def opening(text: str) -> tuple[str, ...]:
+    """A sentence's first two words, lower-cased: two stand-ins that open alike read as a template."""
+    return tuple(re.sub(r"[^a-z' ]+", " ", text.lower()).split()[:2])
+
+
 class TemplateRealizer:
     name = "template"
 
@@ -231,9 +247,9 @@ class TemplateRealizer:
                     domain=d, cs=c, a_cs=("an " if wants_an(c) else "a ") + c) for d, c in glosses)
         # no concession ("right, you can't see my machine") here: the simulated user says one only
         # when the assistant has said so (user_lines.yaml: concessions)
-        # a first-person habit ("I always want tuples") is the user's own words, never someone else's
-        wraps = own_words(ctx.persona.voice.clarification_wraps) if item.kind == "convention" else \
-            ctx.persona.voice.clarification_wraps
+        # a first-person habit ("I always want tuples") is the user's own words, never someone else's;
+        # nor is a task fact: a reply may carry both, and "my friend said: ..." then takes in the habit
+        wraps = own_words(ctx.persona.voice.clarification_wraps)
         wrap = pick(wraps, ctx.seed, ctx.session_id, ctx.attempt, "wrap", item.dimension or item.keypoint.id)
         text = fix_articles(wrap.format(text=text))
         return casual_case(text) if any(m.kind == "lowercase" for m in ctx.persona.voice.style_moves) else text
@@ -249,7 +265,8 @@ class TemplateRealizer:
         found: list[str] = []
         for text in texts:
             found += [e for e in mapping.entities_in(text) if e not in found]
-        return found[:MAX_SWAPS]
+        task_text = " ".join([ctx.content.gist, *(k.description for k in ctx.content.keypoints)])
+        return math_kept(found, task_text)[:MAX_SWAPS]
 
     def realize(self, ctx: RequestContext) -> Realization:
         mapping = cell_mapping(ctx)
@@ -274,12 +291,20 @@ class TemplateRealizer:
                 plain.append(text)
                 glosses += [g for g in used if g not in glosses]
         conv_kp = {d: kp for kp, d in (ctx.source.convention_keypoints.items() if ctx.source else ())}
+        appeals: list[str] = []                    # the appeal stand-ins said so far
+        acting: set[str] = set()                   # mechanisms with a stand-in in the text
         for i, item in enumerate(plan.items):
             text, used = self.obscure(ctx, item, mapping)
+            if text and is_appeal(item) and item.mechanism.id in acting and (
+                    len(appeals) >= MAX_APPEALS or opening(text) in {opening(a) for a in appeals}):
+                text, used = "", []     # a third "the way we always do", or a second built alike: silence
             glosses += [g for g in used if g not in glosses]
             obscured[i] = text
             if text:
                 slots.append((item.order, sentence(first_upper(text))))
+                acting.add(item.mechanism.id)
+                if is_appeal(item):
+                    appeals.append(text)
         for d, value in plan.stated:
             state = fill(pick(state_forms(ctx, d, value), ctx.seed, ctx.session_id, "state", d), ctx)
             order = int(conv_kp[d][3:]) if d in conv_kp else 100
