@@ -257,3 +257,21 @@ def test_no_domain_cognitive_request_swaps_a_number_in_a_task_about_numbers(sess
         text = " ".join([ctx.content.gist, *(k.description for k in ctx.content.keypoints)])
         if "number" in m.nouns:
             assert math_kept(["number"], text) == ["number"], (ctx.session_id, r.initial_request)
+
+
+def test_a_gloss_follows_the_answer_about_the_sentence_that_used_the_field_noun():
+    from types import SimpleNamespace as NS
+
+    from capa_hf.generation.stage1_realize import gloss_owners
+    lex, hab = NS(mechanism=NS(operation="lexicon")), NS(mechanism=NS(operation="habitual"))
+    items = [hab, lex, lex]
+    obscured = {0: "Do it our way.", 1: "Return the usual kind of sequence.", 2: "Total the quantities."}
+    assert gloss_owners(items, obscured, [("quantity", "number")]) == {("quantity", "number"): 2}
+    assert gloss_owners(items, obscured, [("peak", "maximum")]) == {("peak", "maximum"): 1}
+
+
+def test_at_most_two_appeals_stand_in_one_request(sessions):
+    from capa_hf.generation.stage1_realize import MAX_APPEALS, is_appeal
+    for _, ctx, _, r in sessions:
+        said = [h for item, h in zip(ctx.plan.items, r.hidden_items) if is_appeal(item) and h.obscured_as]
+        assert len(said) <= MAX_APPEALS, (ctx.session_id, [h.obscured_as for h in said])

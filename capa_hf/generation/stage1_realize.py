@@ -194,6 +194,15 @@ def is_appeal(item: PlannedItem) -> bool:
     return op in ("habitual", "operator", "deixis") or (op == "vague" and item.kind == "convention")
 
 
+def gloss_owners(items, obscured: dict[int, str], glosses: list) -> dict:
+    """Which lexicon item's clarification explains each field noun: the first whose stand-in uses
+    the noun, else the first lexicon item, so "by 'quantity' I mean a number" follows an answer about
+    the sentence that said "quantity" rather than one about something else."""
+    dcp = [i for i, item in enumerate(items) if item.mechanism.operation == "lexicon"]
+    return {g: next((i for i in dcp if re.search(rf"\b{re.escape(g[0])}", obscured[i], re.IGNORECASE)),
+                    dcp[0] if dcp else -1) for g in glosses}
+
+
 def opening(text: str) -> tuple[str, ...]:
     """A sentence's first two words, lower-cased: two stand-ins that open alike read as a template."""
     return tuple(re.sub(r"[^a-z' ]+", " ", text.lower()).split()[:2])
@@ -312,14 +321,13 @@ class TemplateRealizer:
             plain.append(state)
         slots.sort(key=lambda s: s[0])
         hidden = []
+        owner = gloss_owners(plan.items, obscured, glosses)
         for i, item in enumerate(plan.items):
-            first_dcp = item.mechanism.operation == "lexicon" and not any(
-                h.mechanism == item.mechanism.id for h in hidden)
             hidden.append(HiddenItem(
                 id=f"h{len(hidden) + 1}", kind=item.kind,
                 keypoint_id=item.keypoint.id if item.keypoint else None, dimension=item.dimension,
                 mechanism=item.mechanism.id, obscured_as=obscured[i],
-                clarification=self.clarify(ctx, item, glosses if first_dcp else []),
+                clarification=self.clarify(ctx, item, [g for g in glosses if owner[g] == i]),
                 resolvable_from_history=bool(item.revealed_in), revealed_in=item.revealed_in))
         out = self.frame(ctx, gist, [s for _, s in slots], tuple(hidden))
         return Realization(out.initial_request, out.hidden_items, out.opener, out.closer, tuple(plain))
