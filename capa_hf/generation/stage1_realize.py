@@ -191,7 +191,9 @@ def is_appeal(item: PlannedItem) -> bool:
     always does. Nothing-to-work-with cases go by the house rule."), so a request keeps at most
     `MAX_APPEALS`, and a mechanism that already has one in the text says the rest by silence."""
     op = item.mechanism.operation
-    return op in ("habitual", "operator", "deixis") or (op == "vague" and item.kind == "convention")
+    if item.kind == "convention":
+        return op in ("habitual", "operator", "deixis", "vague")
+    return op in ("habitual", "operator")     # a task item's back reference says its own vague line
 
 
 def gloss_owners(items, obscured: dict[int, str], glosses: list) -> dict:
@@ -199,8 +201,23 @@ def gloss_owners(items, obscured: dict[int, str], glosses: list) -> dict:
     the noun, else the first lexicon item, so "by 'quantity' I mean a number" follows an answer about
     the sentence that said "quantity" rather than one about something else."""
     dcp = [i for i, item in enumerate(items) if item.mechanism.operation == "lexicon"]
-    return {g: next((i for i in dcp if re.search(rf"\b{re.escape(g[0])}", obscured[i], re.IGNORECASE)),
+    return {g: next((i for i in dcp if re.search(rf"\b{re.escape(g[0].rstrip('y'))}", obscured[i], re.IGNORECASE)),
                     dcp[0] if dcp else -1) for g in glosses}
+
+
+def silenced(items, texts: list[str]) -> set[int]:
+    """The appeal stand-ins a request leaves out (by index): every mechanism keeps its first, so
+    each acts in the text; the others fill up to `MAX_APPEALS` in priority order, and none opens
+    like one already kept."""
+    appeal = [i for i, item in enumerate(items) if texts[i] and is_appeal(item)]
+    kept: list[int] = []
+    for i in appeal:
+        if not any(items[j].mechanism.id == items[i].mechanism.id for j in kept):
+            kept.append(i)
+    for i in appeal:
+        if i not in kept and len(kept) < MAX_APPEALS and opening(texts[i]) not in {opening(texts[j]) for j in kept}:
+            kept.append(i)
+    return set(appeal) - set(kept)
 
 
 def opening(text: str) -> tuple[str, ...]:
@@ -300,20 +317,15 @@ class TemplateRealizer:
                 plain.append(text)
                 glosses += [g for g in used if g not in glosses]
         conv_kp = {d: kp for kp, d in (ctx.source.convention_keypoints.items() if ctx.source else ())}
-        appeals: list[str] = []                    # the appeal stand-ins said so far
-        acting: set[str] = set()                   # mechanisms with a stand-in in the text
+        said = [self.obscure(ctx, item, mapping) for item in plan.items]
+        for i in silenced(plan.items, [t for t, _ in said]):
+            said[i] = ("", [])          # a third "the way we always do", or a second built alike
         for i, item in enumerate(plan.items):
-            text, used = self.obscure(ctx, item, mapping)
-            if text and is_appeal(item) and item.mechanism.id in acting and (
-                    len(appeals) >= MAX_APPEALS or opening(text) in {opening(a) for a in appeals}):
-                text, used = "", []     # a third "the way we always do", or a second built alike: silence
+            text, used = said[i]
             glosses += [g for g in used if g not in glosses]
             obscured[i] = text
             if text:
                 slots.append((item.order, sentence(first_upper(text))))
-                acting.add(item.mechanism.id)
-                if is_appeal(item):
-                    appeals.append(text)
         for d, value in plan.stated:
             state = fill(pick(state_forms(ctx, d, value), ctx.seed, ctx.session_id, "state", d), ctx)
             order = int(conv_kp[d][3:]) if d in conv_kp else 100
