@@ -1,3 +1,3 @@
 """Version of the generation pipeline and of the dataset it builds."""
 
-PIPELINE_VERSION = "0.3.0"
+PIPELINE_VERSION = "0.3.1"
