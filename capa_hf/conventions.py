@@ -33,12 +33,15 @@ def load_dimensions(path: Path | None = None) -> dict[str, Dimension]:
 
 
 def task_dimensions(dimensions: dict[str, Dimension], source: VariantSource | None) -> dict[str, Dimension]:
-    """The dimensions as one task's user speaks of them: a value's state lines replaced by the
-    task's own (`state_lines` of its variants file) where it has them. A value the dimension does
+    """The dimensions as one task's user speaks of them: a value's state lines, and an operation's
+    obscuring phrasings, replaced by the task's own (`state_lines`, `vague_lines` of its variants
+    file) where it has them. A value the dimension does
     not have is an error naming the task."""
-    if source is None or not source.state_lines:
+    if source is None or not (source.state_lines or source.vague_lines):
         return dimensions
     out = dict(dimensions)
+    for dim, lines in source.vague_lines.items():
+        out[dim] = out[dim].model_copy(update={"vague": {**out[dim].vague, **lines}})
     for dim, lines in source.state_lines.items():
         known = set(dimensions[dim].value_ids())
         odd = sorted(set(lines) - known)
@@ -46,6 +49,6 @@ def task_dimensions(dimensions: dict[str, Dimension], source: VariantSource | No
             raise DataFileError(DATA_DIR / "variants" / f"{source.task_id.replace('/', '_')}.yaml",
                                 f"state_lines.{dim} names {odd}, expected values of {sorted(known)}")
         values = tuple(v.model_copy(update={"state": tuple(lines[v.id])}) if v.id in lines else v
-                       for v in dimensions[dim].values)
-        out[dim] = dimensions[dim].model_copy(update={"values": values})
+                       for v in out[dim].values)
+        out[dim] = out[dim].model_copy(update={"values": values})
     return out

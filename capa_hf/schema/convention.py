@@ -107,6 +107,11 @@ class VariantSource(Record):
                                           "plainly, in place of the dimension's own state lines where those "
                                           "would be false for the task (the planets task has no limit, only "
                                           "two named ends).")
+    vague_lines: dict[str, dict[Operation, tuple[str, ...]]] = Field(
+        default_factory=dict, description="Dimension id -> operation -> how this task's user obscures the "
+                                          "dimension, in place of the dimension's own phrasings of that "
+                                          "operation where those name a thing the task has not (the planets "
+                                          "task's ends are two named planets, not a limit).")
     humaneval_test: bool = Field(
         default=False, description="Judge by HumanEval's own test instead of regenerated ones: for a task "
                                    "that exercises no dimension and whose test is a property check (HumanEval/32).")
@@ -130,6 +135,11 @@ class VariantSource(Record):
                 raise ValueError(f"state_lines.{dim}: not one of this task's dimensions")
             if not lines or any(not forms for forms in lines.values()):
                 raise ValueError(f"state_lines.{dim}: expected value id -> at least one line")
+        for dim, lines in self.vague_lines.items():
+            if dim not in self.dimensions:
+                raise ValueError(f"vague_lines.{dim}: not one of this task's dimensions")
+            if not lines or any(not forms for forms in lines.values()):
+                raise ValueError(f"vague_lines.{dim}: expected operation -> at least one line")
         both = set(self.convention_keypoints) & set(self.misreadings)
         if both:
             raise ValueError(f"keypoints {sorted(both)} are convention keypoints and cannot have misreadings")

@@ -51,7 +51,7 @@ def source_sha256(source: VariantSource, task: Task, dimensions: Mapping[str, Di
     """What the regenerated tests depend on; a change means the committed tests are stale."""
     used = {d: [dimensions[d].constant, list(dimensions[d].value_ids())] for d in sorted(source.dimensions)
             if d in dimensions}
-    blob = json.dumps({"v": REGEN_VERSION, "source": source.model_dump(mode="json", exclude={"settles", "state_lines"}), "prompt": task.prompt,
+    blob = json.dumps({"v": REGEN_VERSION, "source": source.model_dump(mode="json", exclude={"settles", "state_lines", "vague_lines"}), "prompt": task.prompt,
                        "canonical": task.canonical_solution, "test": task.test, "dims": used}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
