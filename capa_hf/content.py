@@ -112,7 +112,7 @@ def _load_lines(path: Path, keys: tuple[str, ...]) -> dict:
     return raw
 
 
-STAGE1_KEYS = ("habitual", "operator", "deixis", "lexicon_gloss")
+STAGE1_KEYS = ("lexicon_gloss",)
 USER_KEYS = ("failing_check", "nothing_left")
 ASSISTANT_KEYS = ("ask", "submit", "applied", "guess", "repair", "repair_again")
 

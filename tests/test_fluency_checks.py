@@ -183,12 +183,11 @@ def test_the_second_reviews_slips_are_caught():
 
 
 def _family_lines():
-    """Every phrase a stand-in family or a convention's vague lines can put into a request."""
+    """Every phrase a convention's vague or state lines, or a solo persona's habits, can put into a request."""
     import yaml
     from capa_hf.paths import DATA_DIR
 
-    phrases = yaml.safe_load((DATA_DIR / "stage1_phrases.yaml").read_text())
-    out = [(op, line) for op in ("habitual", "operator", "deixis") for lines in phrases[op].values() for line in lines]
+    out = []
     for dim in yaml.safe_load((DATA_DIR / "conventions.yaml").read_text())["dimensions"]:
         out += [(op, line) for op, lines in dim["vague"].items() for line in lines]
         out += [("state", line) for v in dim["values"] for line in v["state"]]

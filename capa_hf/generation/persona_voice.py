@@ -16,7 +16,7 @@ class PersonaVoice:
     solo: frozenset[str]                       # persona ids that speak only for themselves
     group: re.Pattern
     reported: re.Pattern
-    solo_habitual: dict[str, tuple[str, ...]]  # keypoint category or dimension -> solo phrasings
+    solo_habitual: dict[str, tuple[str, ...]]  # convention dimension -> solo phrasings
     fields: dict[str, str] = None              # persona id -> how it names its field after "in"
     owned: tuple = ()                          # (pattern, persona ids that may use its words)
     practices: dict = None                     # persona id -> (its own records, dimensions they settle)

@@ -151,9 +151,10 @@ def task_items(cell: Cell, role: str, items: list[PlannedItem], free: list[Keypo
 
 
 def names_container(items: list[PlannedItem], stated: list[tuple[str, str]]) -> bool:
-    """Whether the request speaks of the result's container (stated, or obscured but not removed):
-    the return type is then named, and a `data_type` misreading that returns no container is ruled out."""
-    return any(d == "container" for d, _ in stated) or any(
+    """Whether the request speaks of the result's container (stated, or obscured but not removed),
+    or states the neutral empty-input value ("return False", "return 0", "return an empty list"):
+    the return type is then named, and a `data_type` misreading that returns another kind is ruled out."""
+    return any(d == "container" or (d, v) == ("empty_input", "neutral") for d, v in stated) or any(
         i.dimension == "container" and i.mechanism.operation != "remove" for i in items)
 
 

@@ -22,7 +22,6 @@ from typing import Protocol
 
 from capa_hf.generation.empty_results import neutral_state_forms
 from capa_hf.generation.persona_voice import persona_voice
-from capa_hf.generation.stand_ins import fitting
 from capa_hf.generation.stage1_lexicon import MAX_SWAPS, Mapping, fix_articles, mapping_for, math_kept, wants_an
 from capa_hf.generation.stage1_plan import PlannedItem, SessionPlan
 from capa_hf.schema import Cell, HiddenItem, Lexicon, Persona, TaskContent
@@ -190,10 +189,7 @@ def is_appeal(item: PlannedItem) -> bool:
     three of those in one request read as a form letter ("Treat the corner cases the way the team
     always does. Nothing-to-work-with cases go by the house rule."), so a request keeps at most
     `MAX_APPEALS`, and a mechanism that already has one in the text says the rest by silence."""
-    op = item.mechanism.operation
-    if item.kind == "convention":
-        return op in ("habitual", "operator", "deixis", "vague")
-    return op in ("habitual", "operator")     # a task item's back reference says its own vague line
+    return item.kind == "convention" and item.mechanism.operation in ("habitual", "operator", "deixis", "vague")
 
 
 def gloss_owners(items, obscured: dict[int, str], glosses: list) -> dict:
@@ -243,16 +239,12 @@ class TemplateRealizer:
             text = fill(user_phrasing(in_voice(dim.vague[family], ctx.persona, family, dim.id), ctx, item.mechanism.id,
                                       dim.id), ctx, practice)
             return (mapping.swap(text) if op == "lexicon" else (text, []))
+        # a task item's point belongs to this task alone, so an appeal to the user's habits or to an
+        # earlier session ("define the root the way our team always has") points at nothing the
+        # assistant could know and reads as a form letter (0.3.1 review): it says the keypoint's own
+        # vague line, written for it, in the user's field nouns when the mechanism swaps nouns
         kp = item.keypoint
-        if op == "vague":
-            return kp.vague, []
-        if op == "lexicon":
-            return mapping.swap(kp.vague)
-        # only phrases that can stand for this keypoint (stand_ins); else its own vague line
-        family = fitting(in_voice(ctx.phrases[op][kp.category], ctx.persona, op, kp.category), kp)
-        if not family:
-            return kp.vague, []
-        return fill(user_phrasing(family, ctx, item.mechanism.id, kp.category), ctx), []
+        return mapping.swap(kp.vague) if op == "lexicon" else (kp.vague, [])
 
     def clarify(self, ctx: RequestContext, item: PlannedItem, glosses: list) -> str:
         if item.kind == "convention":
