@@ -142,3 +142,12 @@ def test_every_sentence_of_a_request_is_unique(world):
             keys = [re.sub(r"\W+", " ", s.lower()).strip() for s in sentences(req)]
             keys = [k for k in keys if len(k) > 3]
             assert len(keys) == len(set(keys)), req
+
+
+def test_a_stated_neutral_empty_value_keeps_the_return_type_in_sight():
+    """"If the list is empty, return False" names a bool result: a session that states the neutral
+    empty-input value does not hide its task's data_type keypoint (0.3.1 review: C08-S06)."""
+    from capa_hf.generation.stage1_plan import names_container
+    assert names_container([], [("empty_input", "neutral")])
+    assert not names_container([], [("empty_input", "raise"), ("case", "sensitive")])
+    assert names_container([], [("container", "list")])
