@@ -274,3 +274,9 @@ def test_at_most_two_appeals_stand_in_one_request(sessions):
     for _, ctx, _, r in sessions:
         said = [h for item, h in zip(ctx.plan.items, r.hidden_items) if is_appeal(item) and h.obscured_as]
         assert len(said) <= MAX_APPEALS, (ctx.session_id, [h.obscured_as for h in said])
+
+
+def test_an_article_before_a_filled_noun_phrase_is_a_template_slip():
+    # the 0.3.1 candidate's "Watch what an empty {input} gives back." with {input} = "the string"
+    assert template_slips("Be careful about what comes back for an empty the string.")
+    assert not template_slips("Be careful about what to return when the string is empty.")

@@ -29,6 +29,7 @@ from capa_hf.generation.persona_voice import persona_voice
 from capa_hf.generation.stage1_lexicon import MAX_SWAPS, SWAPPABLE, TYPE_WORDS, Mapping, same_meaning
 
 TEMPLATE_SLIPS = (
+    re.compile(r"\b(?:an?|the) (?:empty |new |same )?the\b", re.IGNORECASE),    # "an empty the string"
     re.compile(r"\b(?:sort|order|rank) the sorted\b", re.IGNORECASE),
     re.compile(r"\bqualify as an? (?:integer|number|string)\b", re.IGNORECASE),
     re.compile(r"(?<!\bof )\b(?:the|two|both) (?:\w+ )?(?!\w*(?:ss|is|us)\b)\w+s (?:is|has|hits) (?:empty|nothing)\b",

@@ -344,8 +344,10 @@ class TemplateRealizer:
         opener, closer = dealt(voice.openers, ctx, "opener"), dealt(voice.closers, ctx, "closer")
         # an opener that already asks for a function is not followed by "I need a function to ..."
         # ... and one that names the task is not followed by "The task, in short: ..."
+        # ... nor one that opens like the opener ("I need a small unit ... I need a function to ...")
         frames = [f for f in GIST_FRAMES if not any(w in f.lower() and re.search(rf"\b{w}\b", opener, re.I)
-                                                    for w in ("function", "task"))]
+                                                    for w in ("function", "task"))
+                  and not (f.startswith("I need") and re.search(r"\bI need\b", opener))]
         frame = pick(frames, *key, "gist-frame")
         g = gist.strip().rstrip(".")
         goal = sentence(frame.format(Gist=first_upper(g) + ".", gist=g[:1].lower() + g[1:]))
