@@ -118,7 +118,7 @@ ASSISTANT_KEYS = ("ask", "submit", "applied", "guess", "repair", "repair_again")
 
 
 def load_stage1_phrases(path: Path | None = None) -> dict:
-    """Stage 1 phrase families (capa_hf/data/stage1_phrases.yaml)."""
+    """Stage 1 phrases that are no dimension's (capa_hf/data/stage1_phrases.yaml: the lexicon glosses)."""
     return _load_lines(path or DATA_DIR / "stage1_phrases.yaml", STAGE1_KEYS)
 
 

@@ -2,11 +2,14 @@
 
 A realizer turns a `SessionPlan` into surface text. `TemplateRealizer` is the offline default:
 it assembles curated fragments (keypoint lines, convention phrasings, persona voice kits,
-discipline lexicons, phrase families) with seeded choices:
+discipline lexicons) with seeded choices:
 - a persona's openers and closers are dealt without replacement over its sessions (`voice_slot`),
   so the same greeting does not open request after request;
-- each mechanism keeps a small cell-specific set of phrasings per category or dimension (the
-  user's recognizable way of saying it) and picks among them per session;
+- a hidden convention is obscured by its mechanism's phrasing of the dimension; each mechanism
+  keeps a small cell-specific set of phrasings per dimension (the user's recognizable way of
+  saying it) and picks among them per session. A hidden task keypoint says its own vague line;
+- a request keeps at most `MAX_APPEALS` stand-ins that appeal to a habit, a setup or an earlier
+  session (`silenced`);
 - the body's layout varies (prose or a short list), always with the goal before the details it
   sums up, and no sentence repeats;
 - articles agree with the noun that follows, also after a lexicon swap.
@@ -44,7 +47,7 @@ class RequestContext:
     source: VariantSource | None
     dimensions: dict[str, Dimension]
     plan: SessionPlan
-    phrases: dict             # Stage 1 phrase families (capa_hf/data/stage1_phrases.yaml)
+    phrases: dict             # Stage 1 phrases (capa_hf/data/stage1_phrases.yaml: the lexicon glosses)
     seed: int
     attempt: int = 0
     voice_slot: int = 0       # this session's index among the persona's sessions
