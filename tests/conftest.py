@@ -17,3 +17,14 @@ def design0():
     from capa_hf.design import default_design
 
     return tuple(default_design(0))
+
+
+@pytest.fixture(scope="session")
+def default_plans(design0):
+    """The shipped design's world and session plans, computed once for the suite's Stage 1 checks:
+    (world, cells, plans by session id, voice slots). Plans are frozen; tests only read them."""
+    from capa_hf.generation.pipeline import World, plan_cells, voice_slots
+
+    world = World.load()
+    cells = list(design0)
+    return world, cells, plan_cells(cells, world, 0), voice_slots(cells)

@@ -10,15 +10,11 @@ from capa_hf.generation.stage1_lexicon import MAX_SWAPS, Mapping, kept_phrases, 
 
 
 @pytest.fixture(scope="module")
-def sessions():
-    from capa_hf.design import default_design
-    from capa_hf.generation.pipeline import World, plan_cells, request_context, voice_slots
+def sessions(default_plans):
+    from capa_hf.generation.pipeline import request_context
     from capa_hf.generation.stage1_realize import TemplateRealizer, cell_mapping
 
-    w = World.load()
-    cells = default_design(0)
-    plans = plan_cells(cells, w, 0)
-    slots = voice_slots(cells)
+    w, cells, plans, slots = default_plans
     realizer = TemplateRealizer()
     out = []
     for cell in cells:

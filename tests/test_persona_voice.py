@@ -10,15 +10,11 @@ from capa_hf.generation.persona_voice import persona_voice
 
 
 @pytest.fixture(scope="module")
-def drafts():
-    from capa_hf.design import default_design
-    from capa_hf.generation.pipeline import World, plan_cells, stage1, voice_slots
+def drafts(default_plans):
+    from capa_hf.generation.pipeline import stage1
     from capa_hf.generation.stage1_realize import TemplateRealizer
 
-    w = World.load()
-    cells = default_design(0)
-    plans = plan_cells(cells, w, 0)
-    slots = voice_slots(cells)
+    w, cells, plans, slots = default_plans
     out = []
     for cell in cells:
         for pos in range(1, 11):

@@ -190,8 +190,8 @@ def is_appeal(item: PlannedItem) -> bool:
     """Whether an item's stand-in appeals to something the assistant has to know (the user's habit,
     their setup, an earlier session) rather than saying the point in the task's own vague words:
     three of those in one request read as a form letter ("Treat the corner cases the way the team
-    always does. Nothing-to-work-with cases go by the house rule."), so a request keeps at most
-    `MAX_APPEALS`, and a mechanism that already has one in the text says the rest by silence."""
+    always does. Nothing-to-work-with cases go by the house rule."), so a request keeps few of
+    them (`silenced`)."""
     return item.kind == "convention" and item.mechanism.operation in ("habitual", "operator", "deixis", "vague")
 
 
